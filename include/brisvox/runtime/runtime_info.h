@@ -1,0 +1,20 @@
+// Facts about the ONNX Runtime brisvox is linked against, for `brisvox doctor` and bug reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace brisvox {
+
+// The version of the loaded libonnxruntime ("1.29.0"), which may differ from the headers'.
+std::string ort_version();
+// Execution providers this ONNX Runtime build has ("CPUExecutionProvider", ...).
+std::vector<std::string> ort_available_providers();
+// Build string of the loaded library (compiler, git commit), as ORT reports it.
+std::string ort_build_info();
+// Number of threads in this process right now, counted from /proc/self/task.
+int process_thread_count();
+// Resident set size of this process in bytes, from /proc/self/statm; 0 if unknown.
+long process_rss_bytes();
+
+}  // namespace brisvox

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# One-time set-up of a Debian 12 machine for building and testing brisvox.
+#
+#   scripts/setup.sh            apt packages + ONNX Runtime + Silero models + test audio
+#   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
+#
+# Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
+# a re-run with everything in place touches no network. Everything fetched lands in git-ignored
+# folders (third_party/, .cache/). The CMake build itself never downloads.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="$root/.cache/npm"
+tp="$root/third_party"
+sums="$root/scripts/deps.sha256"
+do_apt=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-apt) do_apt=0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# --- apt ---------------------------------------------------------------------------------------
+apt_packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsndfile1-dev libsoxr-dev libkissfft-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nodejs npm sox espeak-ng python3 python3-numpy python3-onnx
+  pocketsphinx-testdata asterisk-core-sounds-en-wav
+)
+if [[ $do_apt == 1 ]]; then
+  missing=()
+  for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # node may come from elsewhere (a newer nodejs already on PATH): do not fight it.
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    filtered=(); for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || filtered+=("$p"); done
+    missing=("${filtered[@]}")
+  fi
+  if ((${#missing[@]})); then
+    log "installing apt packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    log "apt packages present"
+  fi
+fi
+
+# --- verified npm fetches ----------------------------------------------------------------------
+expected_sum() { awk -v f="$1" '$2 == f { print $1 }' "$sums"; }
+verify() { # verify FILE NAME: the sha256 of FILE must be the one listed for NAME
+  local want got
+  want="$(expected_sum "$2")"
+  [[ -n $want ]] || { echo "setup.sh: no checksum listed for $2 in $sums" >&2; exit 1; }
+  got="$(sha256sum "$1" | cut -d' ' -f1)"
+  [[ $got == "$want" ]] || { echo "setup.sh: checksum mismatch for $1: got $got, expected $want" >&2; return 1; }
+}
+fetch_npm() { # fetch_npm SPEC TARBALL_NAME -> path of the verified tarball
+  local spec="$1" name="$2" file="$cache/$2"
+  mkdir -p "$cache"
+  if [[ -f $file ]] && verify "$file" "$name" 2>/dev/null; then echo "$file"; return; fi
+  log "fetching $spec"
+  (cd "$cache" && npm pack --silent "$spec" >/dev/null)
+  verify "$file" "$name" || { rm -f "$file"; exit 1; }
+  echo "$file"
+}
+unpack() { # unpack TARBALL DEST (strips the npm 'package/' prefix)
+  rm -rf "$2.tmp" && mkdir -p "$2.tmp"
+  tar xzf "$1" -C "$2.tmp" --strip-components=1
+  rm -rf "$2" && mv "$2.tmp" "$2"
+}
+
+# ONNX Runtime 1.29, official Microsoft build, repackaged unchanged in an npm package.
+ort_dir="$tp/onnxruntime"
+if [[ -f $ort_dir/lib/libonnxruntime.so ]] && verify "$ort_dir/lib/libonnxruntime.so" libonnxruntime.so 2>/dev/null; then
+  log "ONNX Runtime present"
+else
+  tgz="$(fetch_npm com.github.asus4.onnxruntime@0.4.9 com.github.asus4.onnxruntime-0.4.9.tgz)"
+  unpack "$tgz" "$tp/.ort-pkg"
+  hdr="$tp/.ort-pkg/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/onnxruntime.framework/Headers"
+  rm -rf "$ort_dir" && mkdir -p "$ort_dir/include" "$ort_dir/lib"
+  cp "$hdr"/*.h "$ort_dir/include/"
+  cp "$tp/.ort-pkg/Plugins/Linux/x64/"*.so "$ort_dir/lib/"
+  verify "$ort_dir/lib/libonnxruntime.so" libonnxruntime.so
+  # Official release folders also have the versioned name; keep the same layout.
+  ln -sf libonnxruntime.so "$ort_dir/lib/libonnxruntime.so.1"
+  rm -rf "$tp/.ort-pkg"
+  log "ONNX Runtime unpacked to $ort_dir"
+fi
+
+# Silero VAD v5 and v6 (MIT), as shipped in @ricky0123/vad-web (the legacy v4 model for tests).
+models="$tp/models"
+if [[ -f $models/silero_vad_v5.onnx ]] &&
+   verify "$models/silero_vad_v5.onnx" silero_vad_v5.onnx 2>/dev/null &&
+   verify "$models/silero_vad_v6.onnx" silero_vad_v6.onnx 2>/dev/null &&
+   verify "$models/silero_vad_legacy.onnx" silero_vad_legacy.onnx 2>/dev/null; then
+  log "Silero models present"
+else
+  tgz="$(fetch_npm @ricky0123/vad-web@0.0.31 ricky0123-vad-web-0.0.31.tgz)"
+  unpack "$tgz" "$tp/.vad-pkg"
+  mkdir -p "$models"
+  # legacy (h/c state of width 64) is kept only for tests: brisvox refuses it with a clear message.
+  for v in v5 v6 legacy; do
+    cp "$tp/.vad-pkg/dist/silero_vad_$v.onnx" "$models/"
+    verify "$models/silero_vad_$v.onnx" "silero_vad_$v.onnx"
+  done
+  rm -rf "$tp/.vad-pkg"
+  log "Silero models in $models"
+fi
+
+# Reference runtime for tests (ONNX Runtime Web on WebAssembly, an independent build).
+nm="$tp/node_modules"
+if [[ -f $nm/onnxruntime-web/package.json && -f $nm/onnxruntime-common/package.json ]]; then
+  log "reference runtime present"
+else
+  for p in web common; do
+    tgz="$(fetch_npm onnxruntime-$p@1.30.0 onnxruntime-$p-1.30.0.tgz)"
+    unpack "$tgz" "$nm/onnxruntime-$p"
+  done
+  log "reference runtime in $nm"
+fi
+
+# --- test audio, from Debian packages ----------------------------------------------------------
+# The bundled sample: five LibriVox clips (public domain readings, shipped by pocketsphinx-testdata
+# under BSD-2) joined with pauses of different lengths, so that it exercises both short and long
+# silences.
+audio="$tp/audio"
+mkdir -p "$audio"
+lv=/usr/share/pocketsphinx/test/data/librivox
+if [[ ! -s $audio/sample.wav && -d $lv ]]; then
+  sox -n -r 16000 -c 1 -b 16 "$audio/.gap_short.wav" trim 0 0.35
+  sox -n -r 16000 -c 1 -b 16 "$audio/.gap_long.wav" trim 0 1.5
+  sox "$lv/sense_and_sensibility_01_austen_64kb-0870.wav" "$audio/.gap_long.wav" \
+      "$lv/sense_and_sensibility_01_austen_64kb-0880.wav" "$audio/.gap_short.wav" \
+      "$lv/sense_and_sensibility_01_austen_64kb-0890.wav" "$audio/.gap_long.wav" \
+      "$lv/sense_and_sensibility_01_austen_64kb-0920.wav" "$audio/.gap_short.wav" \
+      "$lv/sense_and_sensibility_01_austen_64kb-0930.wav" "$audio/sample.wav"
+  rm -f "$audio"/.gap_*.wav
+  log "sample recording: $audio/sample.wav"
+fi
+log "done"

@@ -1,0 +1,48 @@
+// One ONNX Runtime session over one model file, created eagerly with brisvox's SessionConfig.
+//
+// Thread-safety: ONNX Runtime documents Session::Run as callable concurrently, but brisvox gives
+// every inference worker its own session (STYLE.md, seed note 6), so a ModelSession is used by one
+// thread at a time. Loading is thread-safe.
+#pragma once
+
+#include <onnxruntime_cxx_api.h>
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "brisvox/runtime/model_info.h"
+#include "brisvox/runtime/session_config.h"
+
+namespace brisvox::runtime {
+
+class ModelSession {
+ public:
+  // Throws Error(kIo) if the file cannot be read, Error(kBadModel) if ONNX Runtime rejects it,
+  // Error(kProviderUnavailable) for a missing provider under ProviderFallback::kError.
+  static ModelSession load_file(const std::string& path, const SessionConfig& config);
+  // `name` stands in for a path in messages. The bytes need not outlive the call.
+  static ModelSession load_memory(std::span<const std::byte> bytes, const std::string& name,
+                                  const SessionConfig& config);
+
+  ModelSession(ModelSession&&) noexcept = default;
+  ModelSession& operator=(ModelSession&&) noexcept = default;
+
+  const ModelInfo& info() const { return info_; }
+  // Providers actually registered for this session, in order (CPU last).
+  const std::vector<std::string>& providers() const { return providers_; }
+  Ort::Session& session() { return session_; }
+
+ private:
+  ModelSession(Ort::Session session, ModelInfo info, std::vector<std::string> providers);
+
+  Ort::Session session_;
+  ModelInfo info_;
+  std::vector<std::string> providers_;
+};
+
+// Builds the Ort::SessionOptions for a config; returns the providers registered.
+Ort::SessionOptions make_session_options(const SessionConfig& config,
+                                         std::vector<std::string>& registered_providers);
+
+}  // namespace brisvox::runtime

@@ -1,0 +1,171 @@
+#include "runtime/onnx_header.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+namespace brisvox::runtime {
+namespace {
+
+// Protobuf wire types.
+constexpr int kVarint = 0;
+constexpr int kFixed64 = 1;
+constexpr int kLengthDelimited = 2;
+constexpr int kFixed32 = 5;
+
+// ModelProto / OperatorSetIdProto field numbers (onnx/onnx.proto).
+constexpr uint64_t kIrVersion = 1;
+constexpr uint64_t kProducerName = 2;
+constexpr uint64_t kProducerVersion = 3;
+constexpr uint64_t kOpsetImport = 8;
+constexpr uint64_t kOpsetDomain = 1;
+constexpr uint64_t kOpsetVersion = 2;
+
+class SpanSource {
+ public:
+  explicit SpanSource(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  bool at_end() const { return pos_ >= bytes_.size(); }
+  std::optional<uint8_t> byte() {
+    if (at_end()) return std::nullopt;
+    return static_cast<uint8_t>(bytes_[pos_++]);
+  }
+  bool read(char* out, uint64_t n) {
+    if (n > bytes_.size() - pos_) return false;
+    std::memcpy(out, bytes_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool skip(uint64_t n) {
+    if (n > bytes_.size() - pos_) return false;
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::size_t pos_ = 0;
+};
+
+class FileSource {
+ public:
+  explicit FileSource(std::FILE* file) : file_(file) {}
+  bool at_end() {
+    const int c = std::fgetc(file_);
+    if (c == EOF) return true;
+    std::ungetc(c, file_);
+    return false;
+  }
+  std::optional<uint8_t> byte() {
+    const int c = std::fgetc(file_);
+    if (c == EOF) return std::nullopt;
+    return static_cast<uint8_t>(c);
+  }
+  bool read(char* out, uint64_t n) { return std::fread(out, 1, n, file_) == n; }
+  bool skip(uint64_t n) { return std::fseek(file_, static_cast<long>(n), SEEK_CUR) == 0; }
+
+ private:
+  std::FILE* file_;
+};
+
+template <typename Source>
+std::optional<uint64_t> read_varint(Source& src) {
+  uint64_t value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    const auto b = src.byte();
+    if (!b) return std::nullopt;
+    value |= static_cast<uint64_t>(*b & 0x7f) << shift;
+    if ((*b & 0x80) == 0) return value;
+  }
+  return std::nullopt;
+}
+
+template <typename Source>
+bool skip_field(Source& src, int wire_type) {
+  switch (wire_type) {
+    case kVarint: return read_varint(src).has_value();
+    case kFixed64: return src.skip(8);
+    case kFixed32: return src.skip(4);
+    case kLengthDelimited: {
+      const auto len = read_varint(src);
+      return len && src.skip(*len);
+    }
+    default: return false;
+  }
+}
+
+template <typename Source>
+bool read_string(Source& src, std::string& out) {
+  const auto len = read_varint(src);
+  if (!len || *len > (1u << 20)) return false;  // a producer name is short; refuse absurd sizes
+  out.resize(*len);
+  return src.read(out.data(), *len);
+}
+
+bool parse_opset(std::span<const std::byte> bytes, ModelInfo& info) {
+  SpanSource src(bytes);
+  std::string domain;
+  int64_t version = 0;
+  while (!src.at_end()) {
+    const auto tag = read_varint(src);
+    if (!tag) return false;
+    const uint64_t field = *tag >> 3;
+    const int wire = static_cast<int>(*tag & 7);
+    if (field == kOpsetDomain && wire == kLengthDelimited) {
+      if (!read_string(src, domain)) return false;
+    } else if (field == kOpsetVersion && wire == kVarint) {
+      const auto v = read_varint(src);
+      if (!v) return false;
+      version = static_cast<int64_t>(*v);
+    } else if (!skip_field(src, wire)) {
+      return false;
+    }
+  }
+  info.opsets[domain] = version;
+  return true;
+}
+
+template <typename Source>
+bool parse_model(Source& src, ModelInfo& info) {
+  while (!src.at_end()) {
+    const auto tag = read_varint(src);
+    if (!tag) return false;
+    const uint64_t field = *tag >> 3;
+    const int wire = static_cast<int>(*tag & 7);
+    if (field == kIrVersion && wire == kVarint) {
+      const auto v = read_varint(src);
+      if (!v) return false;
+      info.ir_version = static_cast<int64_t>(*v);
+    } else if (field == kProducerName && wire == kLengthDelimited) {
+      if (!read_string(src, info.producer_name)) return false;
+    } else if (field == kProducerVersion && wire == kLengthDelimited) {
+      if (!read_string(src, info.producer_version)) return false;
+    } else if (field == kOpsetImport && wire == kLengthDelimited) {
+      const auto len = read_varint(src);
+      if (!len || *len > 4096) return false;
+      std::string buf(*len, '\0');
+      if (!src.read(buf.data(), *len)) return false;
+      if (!parse_opset(std::as_bytes(std::span(buf)), info)) return false;
+    } else if (!skip_field(src, wire)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_onnx_header(const std::string& path, ModelInfo& info) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return false;
+  FileSource src(file.get());
+  return parse_model(src, info);
+}
+
+bool read_onnx_header(std::span<const std::byte> bytes, ModelInfo& info) {
+  SpanSource src(bytes);
+  return parse_model(src, info);
+}
+
+}  // namespace brisvox::runtime

@@ -1,0 +1,19 @@
+// Reads the top-level fields of an ONNX ModelProto (IR version, producer, opset imports) without
+// protobuf: ONNX Runtime's C API does not expose opsets, and `brisvox doctor` reports them. The
+// graph itself (field 7, the bulk of the file) is skipped with a seek, never read.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "brisvox/runtime/model_info.h"
+
+namespace brisvox::runtime {
+
+// Fill ir_version, producer_name/version and opsets of `info`. Returns false (leaving what it
+// could not read untouched) on a malformed header: ONNX Runtime gives the real error on load.
+bool read_onnx_header(const std::string& path, ModelInfo& info);
+bool read_onnx_header(std::span<const std::byte> bytes, ModelInfo& info);
+
+}  // namespace brisvox::runtime

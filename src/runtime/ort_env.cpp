@@ -1,0 +1,48 @@
+#include "runtime/ort_env.h"
+
+#include <string>
+
+#include "brisvox/runtime/runtime_info.h"
+#include "log.h"
+
+namespace brisvox::runtime {
+namespace {
+
+LogLevel to_log_level(OrtLoggingLevel severity) {
+  switch (severity) {
+    case ORT_LOGGING_LEVEL_VERBOSE: return LogLevel::kTrace;
+    case ORT_LOGGING_LEVEL_INFO: return LogLevel::kDebug;  // ORT's info is chatty: our debug
+    case ORT_LOGGING_LEVEL_WARNING: return LogLevel::kWarn;
+    case ORT_LOGGING_LEVEL_ERROR:
+    case ORT_LOGGING_LEVEL_FATAL: return LogLevel::kError;
+  }
+  return LogLevel::kWarn;
+}
+
+void ORT_API_CALL route_ort_log(void* /*param*/, OrtLoggingLevel severity, const char* category,
+                                const char* /*logid*/, const char* code_location,
+                                const char* message) {
+  detail::log(to_log_level(severity), "onnxruntime [{}] {} ({})", category ? category : "",
+              message ? message : "", code_location ? code_location : "");
+}
+
+}  // namespace
+
+Ort::Env& ort_env() {
+  // Let ORT filter at WARNING: its verbose/info output is per-node and costs time even if we
+  // discard it. Raise to INFO only when brisvox itself logs at trace.
+  static Ort::Env env(log_level() == LogLevel::kTrace ? ORT_LOGGING_LEVEL_INFO
+                                                      : ORT_LOGGING_LEVEL_WARNING,
+                      "brisvox", route_ort_log, nullptr);
+  return env;
+}
+
+}  // namespace brisvox::runtime
+
+namespace brisvox {
+
+std::string ort_version() { return Ort::GetVersionString(); }
+std::vector<std::string> ort_available_providers() { return Ort::GetAvailableProviders(); }
+std::string ort_build_info() { return Ort::GetBuildInfoString(); }
+
+}  // namespace brisvox
