@@ -1,0 +1,57 @@
+// Reading whole audio files into mono float samples.
+//
+// Containers and codecs are whatever libsndfile reads (WAV, FLAC, OGG/Vorbis, AIFF, ...), plus
+// headerless PCM (see SampleEncoding). The rate is kept as found: resample with
+// brisvox/audio/resampler.h. Every failure is a brisvox::Error whose message names the file:
+//   kIo               the file cannot be opened or read (with the system's reason)
+//   kBadAudio         empty, no samples, truncated, corrupt, or NaN/Inf samples (with the sample
+//                     index, its time and, where known, its byte offset)
+//   kUnsupportedAudio a format or encoding libsndfile does not recognise
+//   kInvalidArgument  a headerless file without a sample rate, or a bad rate
+// Thread-safe: the functions share no state.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisvox/audio/pcm.h"
+
+namespace brisvox {
+
+struct Audio {
+  std::vector<float> samples;      // mono; integer sources scaled to [-1, 1); float sources as is
+  int sample_rate_hz = 0;          // rate of `samples` (that of the source)
+  int num_channels_in_source = 0;  // channels before the mixdown (mean of the channels)
+  std::string source;              // the path it was read from
+
+  double duration_s() const noexcept {
+    return sample_rate_hz > 0 ? static_cast<double>(samples.size()) / sample_rate_hz : 0.0;
+  }
+};
+
+// Reads a file libsndfile recognises, mixing multichannel audio down to mono (the mean).
+Audio read_audio_file(const std::string& path);
+
+// Reads headerless mono samples. sample_rate_hz must be in [1, 768000]. The byte count must be a
+// multiple of the sample size (else kBadAudio naming the offset of the incomplete sample).
+Audio read_raw_audio(const std::string& path, SampleEncoding encoding, int sample_rate_hz);
+
+struct AudioReadOptions {
+  // Set: read the file as headerless PCM of this encoding, whatever its extension.
+  std::optional<SampleEncoding> raw_encoding;
+  // Rate of headerless files; 0 = not given (required for pcm_s16le/pcm_f32le, 8000 for G.711).
+  int raw_sample_rate_hz = 0;
+};
+
+// Reads any supported file, choosing by options and extension (case-insensitive):
+//   raw_encoding set          headerless, that encoding
+//   .raw .pcm                 headerless pcm_s16le
+//   .ul .ulaw .mulaw          headerless mu-law
+//   .al .alaw                 headerless A-law
+//   anything else             libsndfile (by content, not by extension)
+// A headerless pcm_s16le/pcm_f32le file needs options.raw_sample_rate_hz (kInvalidArgument
+// otherwise); G.711 defaults to 8000 Hz.
+Audio load_audio(const std::string& path, const AudioReadOptions& options = {});
+
+}  // namespace brisvox

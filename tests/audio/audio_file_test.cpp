@@ -1,0 +1,391 @@
+#include "brisvox/audio/audio_file.h"
+
+#include <gtest/gtest.h>
+#include <sndfile.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "brisvox/error.h"
+
+namespace brisvox {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSampleWav = std::string(BRISVOX_THIRD_PARTY_DIR) + "/audio/sample.wav";
+
+std::vector<char> read_bytes(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& path, const void* data, std::size_t size) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+}
+
+// Writes interleaved 16-bit frames with libsndfile; returns false if this libsndfile build cannot
+// write `format` (e.g. built without Vorbis).
+bool write_shorts(const fs::path& path, int format, int rate_hz, int num_channels,
+                  const std::vector<short>& interleaved) {
+  SF_INFO info{};
+  info.samplerate = rate_hz;
+  info.channels = num_channels;
+  info.format = format;
+  if (!sf_format_check(&info)) return false;
+  SNDFILE* file = sf_open(path.c_str(), SFM_WRITE, &info);
+  if (file == nullptr) return false;
+  const sf_count_t num_frames = static_cast<sf_count_t>(interleaved.size()) / num_channels;
+  const bool ok = sf_writef_short(file, interleaved.data(), num_frames) == num_frames;
+  sf_close(file);
+  return ok;
+}
+
+void write_floats(const fs::path& path, int format, int rate_hz, const std::vector<float>& mono) {
+  SF_INFO info{};
+  info.samplerate = rate_hz;
+  info.channels = 1;
+  info.format = format;
+  SNDFILE* file = sf_open(path.c_str(), SFM_WRITE, &info);
+  ASSERT_NE(file, nullptr) << sf_strerror(nullptr);
+  ASSERT_EQ(sf_writef_float(file, mono.data(), static_cast<sf_count_t>(mono.size())),
+            static_cast<sf_count_t>(mono.size()));
+  sf_close(file);
+}
+
+std::vector<short> sine_shorts(int num_samples, double freq_hz, int rate_hz, double amplitude) {
+  std::vector<short> out(static_cast<std::size_t>(num_samples));
+  for (int i = 0; i < num_samples; ++i) {
+    out[static_cast<std::size_t>(i)] = static_cast<short>(std::lround(
+        amplitude * 32767.0 * std::sin(2.0 * std::numbers::pi * freq_hz * i / rate_hz)));
+  }
+  return out;
+}
+
+class AudioFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("brisvox_audio_test_") + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `load`, expecting an Error with `code` whose message names `file` and contains `text`.
+  template <typename F>
+  void expect_error(F load, ErrorCode code, const std::string& file, const std::string& text = "") {
+    try {
+      load();
+      FAIL() << "no error for " << file;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << "got " << to_string(e.code()) << ": " << e.what();
+      const std::string message = e.what();
+      EXPECT_NE(message.find(file), std::string::npos) << message;
+      EXPECT_NE(message.find(text), std::string::npos) << message;
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(AudioFileTest, ReadsTheBundledSpeechSample) {
+  if (!fs::exists(kSampleWav)) GTEST_SKIP() << kSampleWav << " missing: run scripts/setup.sh";
+  const Audio audio = load_audio(kSampleWav);
+  // As soxi reports it: 16000 Hz, 1 channel, 16-bit, 454880 samples (28.43 s).
+  EXPECT_EQ(audio.sample_rate_hz, 16000);
+  EXPECT_EQ(audio.num_channels_in_source, 1);
+  EXPECT_EQ(audio.source, kSampleWav);
+  ASSERT_EQ(audio.samples.size(), 454880u);
+  EXPECT_NEAR(audio.duration_s(), 28.43, 0.001);
+
+  // Every sample equals the file's 16-bit little-endian data (a canonical 44-byte header) / 32768.
+  const auto bytes = read_bytes(kSampleWav);
+  ASSERT_EQ(bytes.size(), 44u + 2u * audio.samples.size());
+  float peak = 0.0f;
+  for (std::size_t i = 0; i < audio.samples.size(); ++i) {
+    const auto lo = static_cast<unsigned char>(bytes[44 + 2 * i]);
+    const auto hi = static_cast<unsigned char>(bytes[45 + 2 * i]);
+    const auto value = static_cast<std::int16_t>(lo | (hi << 8));
+    ASSERT_EQ(audio.samples[i], value / 32768.0f) << "sample " << i;
+    peak = std::max(peak, std::abs(audio.samples[i]));
+  }
+  EXPECT_GT(peak, 0.05f);  // speech, not silence
+  EXPECT_LE(peak, 1.0f);
+}
+
+TEST_F(AudioFileTest, MixesStereoDownToTheMeanOfTheChannels) {
+  const std::vector<short> stereo = {1000, 3000, -2000, 2000, 32767, 32767, -32768, 0};
+  ASSERT_TRUE(write_shorts(path("stereo.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 2, stereo));
+  const Audio audio = load_audio(path("stereo.wav"));
+  EXPECT_EQ(audio.num_channels_in_source, 2);
+  ASSERT_EQ(audio.samples.size(), 4u);
+  EXPECT_EQ(audio.samples[0], 2000.0f / 32768.0f);
+  EXPECT_EQ(audio.samples[1], 0.0f);
+  EXPECT_EQ(audio.samples[2], 32767.0f / 32768.0f);
+  EXPECT_EQ(audio.samples[3], -0.5f);
+}
+
+TEST_F(AudioFileTest, MixesThreeChannels) {
+  const std::vector<short> frames = {300, 600, 900, -3000, 0, 0};
+  ASSERT_TRUE(write_shorts(path("three.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 8000, 3, frames));
+  const Audio audio = read_audio_file(path("three.wav"));
+  EXPECT_EQ(audio.num_channels_in_source, 3);
+  ASSERT_EQ(audio.samples.size(), 2u);
+  EXPECT_NEAR(audio.samples[0], 600.0f / 32768.0f, 1e-7);
+  EXPECT_NEAR(audio.samples[1], -1000.0f / 32768.0f, 1e-7);
+}
+
+TEST_F(AudioFileTest, FlacRoundTripIsExact) {
+  const auto tone = sine_shorts(12345, 440.0, 16000, 0.7);
+  ASSERT_TRUE(write_shorts(path("tone.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, tone));
+  const Audio audio = load_audio(path("tone.flac"));
+  EXPECT_EQ(audio.sample_rate_hz, 16000);
+  ASSERT_EQ(audio.samples.size(), tone.size());
+  for (std::size_t i = 0; i < tone.size(); ++i) {
+    ASSERT_EQ(audio.samples[i], tone[i] / 32768.0f) << i;
+  }
+}
+
+TEST_F(AudioFileTest, OggVorbisRoundTripKeepsTheSignal) {
+  const auto tone = sine_shorts(16000, 440.0, 16000, 0.5);
+  if (!write_shorts(path("tone.ogg"), SF_FORMAT_OGG | SF_FORMAT_VORBIS, 16000, 1, tone)) {
+    GTEST_SKIP() << "this libsndfile cannot write Ogg Vorbis";
+  }
+  const Audio audio = load_audio(path("tone.ogg"));
+  EXPECT_EQ(audio.sample_rate_hz, 16000);
+  ASSERT_EQ(audio.samples.size(), tone.size());
+  // Lossy: compare energy-normalised correlation with the original, away from the edges.
+  double dot = 0, energy_a = 0, energy_b = 0;
+  for (std::size_t i = 1000; i < tone.size() - 1000; ++i) {
+    const double a = audio.samples[i];
+    const double b = tone[i] / 32768.0;
+    dot += a * b;
+    energy_a += a * a;
+    energy_b += b * b;
+  }
+  EXPECT_GT(dot / std::sqrt(energy_a * energy_b), 0.99);
+  EXPECT_NEAR(std::sqrt(energy_a / energy_b), 1.0, 0.05);
+}
+
+TEST_F(AudioFileTest, Reads44100HzAtItsOwnRate) {
+  const auto tone = sine_shorts(44100 / 2, 1000.0, 44100, 0.5);
+  ASSERT_TRUE(write_shorts(path("cd.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 44100, 1, tone));
+  const Audio audio = load_audio(path("cd.wav"));
+  EXPECT_EQ(audio.sample_rate_hz, 44100);
+  EXPECT_EQ(audio.samples.size(), 22050u);
+  EXPECT_DOUBLE_EQ(audio.duration_s(), 0.5);
+}
+
+TEST_F(AudioFileTest, FloatWavKeepsValues) {
+  const std::vector<float> samples = {0.0f, 0.25f, -0.75f, 1.0f};
+  write_floats(path("float.wav"), SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, samples);
+  EXPECT_EQ(load_audio(path("float.wav")).samples, samples);
+}
+
+TEST_F(AudioFileTest, RejectsNanInAFloatWavWithIndexTimeAndByteOffset) {
+  std::vector<float> samples(200, 0.1f);
+  samples[160] = std::numeric_limits<float>::quiet_NaN();
+  write_floats(path("nan.wav"), SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, samples);
+  try {
+    load_audio(path("nan.wav"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadAudio);
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path("nan.wav")), std::string::npos) << message;
+    EXPECT_NE(message.find("NaN at sample 160 "), std::string::npos) << message;
+    EXPECT_NE(message.find("0.010000 s"), std::string::npos) << message;
+    // The offset named must be where the NaN's bytes really are.
+    const auto pos = message.find("byte offset ");
+    ASSERT_NE(pos, std::string::npos) << message;
+    const std::size_t offset = std::stoul(message.substr(pos + 12));
+    const auto bytes = read_bytes(path("nan.wav"));
+    ASSERT_LE(offset + 4, bytes.size());
+    float value = 0;
+    std::memcpy(&value, bytes.data() + offset, 4);
+    EXPECT_TRUE(std::isnan(value)) << "offset " << offset;
+  }
+}
+
+TEST_F(AudioFileTest, RejectsInfinityInAFloatWav) {
+  std::vector<float> samples(10, 0.1f);
+  samples[3] = -std::numeric_limits<float>::infinity();
+  write_floats(path("inf.wav"), SF_FORMAT_WAV | SF_FORMAT_FLOAT, 8000, samples);
+  expect_error([&] { load_audio(path("inf.wav")); }, ErrorCode::kBadAudio, path("inf.wav"),
+               "infinite value at sample 3");
+}
+
+TEST_F(AudioFileTest, MissingFileIsAnIoError) {
+  expect_error([&] { load_audio(path("nope.wav")); }, ErrorCode::kIo, path("nope.wav"),
+               "No such file");
+  expect_error(
+      [&] {
+        load_audio(path("nope.raw"), {SampleEncoding::kPcmS16le, 16000});
+      },
+      ErrorCode::kIo, path("nope.raw"), "No such file");
+}
+
+TEST_F(AudioFileTest, DirectoryIsAnIoError) {
+  expect_error([&] { load_audio(dir_.string()); }, ErrorCode::kIo, dir_.string(), "directory");
+}
+
+TEST_F(AudioFileTest, EmptyFileIsBadAudio) {
+  write_bytes(path("empty.wav"), "", 0);
+  expect_error([&] { load_audio(path("empty.wav")); }, ErrorCode::kBadAudio, path("empty.wav"),
+               "empty");
+  write_bytes(path("empty.raw"), "", 0);
+  expect_error(
+      [&] {
+        load_audio(path("empty.raw"), {std::nullopt, 16000});
+      },
+      ErrorCode::kBadAudio, path("empty.raw"), "empty");
+}
+
+TEST_F(AudioFileTest, ZeroLengthWavIsBadAudio) {
+  ASSERT_TRUE(write_shorts(path("zero.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, {}));
+  ASSERT_GT(fs::file_size(path("zero.wav")), 0u);
+  expect_error([&] { load_audio(path("zero.wav")); }, ErrorCode::kBadAudio, path("zero.wav"),
+               "no audio samples");
+}
+
+TEST_F(AudioFileTest, TruncatedWavIsBadAudioNamingWhereItEnds) {
+  ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(1600, 440.0, 16000, 0.5)));
+  auto bytes = read_bytes(path("full.wav"));
+  ASSERT_EQ(bytes.size(), 44u + 3200u);
+  // libsndfile alone would read the 478 samples present and say nothing.
+  write_bytes(path("cut.wav"), bytes.data(), 1000);
+  expect_error([&] { load_audio(path("cut.wav")); }, ErrorCode::kBadAudio, path("cut.wav"),
+               "truncated: its header declares 3200 bytes of audio from byte offset 44, but the "
+               "file ends at byte offset 1000");
+  // Cut inside the header: the container is recognised but broken.
+  write_bytes(path("header.wav"), bytes.data(), 30);
+  expect_error([&] { load_audio(path("header.wav")); }, ErrorCode::kBadAudio, path("header.wav"));
+}
+
+TEST_F(AudioFileTest, StreamedWavWithUnpatchedSizeIsAccepted) {
+  // Writers that stream a WAV and never seek back leave 0xFFFFFFFF as the data size.
+  ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(800, 440.0, 16000, 0.5)));
+  auto bytes = read_bytes(path("full.wav"));
+  std::memset(bytes.data() + 40, 0xFF, 4);
+  write_bytes(path("streamed.wav"), bytes.data(), bytes.size());
+  EXPECT_EQ(load_audio(path("streamed.wav")).samples.size(), 800u);
+}
+
+TEST_F(AudioFileTest, TruncatedFlacIsBadAudio) {
+  ASSERT_TRUE(write_shorts(path("full.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(16000, 440.0, 16000, 0.5)));
+  auto bytes = read_bytes(path("full.flac"));
+  write_bytes(path("cut.flac"), bytes.data(), bytes.size() / 2);
+  expect_error([&] { load_audio(path("cut.flac")); }, ErrorCode::kBadAudio, path("cut.flac"));
+}
+
+TEST_F(AudioFileTest, GarbageIsUnsupportedAudio) {
+  std::vector<unsigned char> garbage(2000);
+  std::uint32_t x = 12345;
+  for (auto& b : garbage) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<unsigned char>(x >> 24);
+  }
+  write_bytes(path("noise.wav"), garbage.data(), garbage.size());
+  expect_error([&] { load_audio(path("noise.wav")); }, ErrorCode::kUnsupportedAudio,
+               path("noise.wav"), "not in a recognised format");
+}
+
+TEST_F(AudioFileTest, RawS16leNeedsARateAndRoundTrips) {
+  const std::vector<std::uint8_t> bytes = {0x00, 0x40, 0x00, 0xC0, 0xFF, 0x7F};
+  write_bytes(path("speech.raw"), bytes.data(), bytes.size());
+  expect_error([&] { load_audio(path("speech.raw")); }, ErrorCode::kInvalidArgument,
+               path("speech.raw"),
+               "is headerless PCM (pcm_s16le): give its sample rate (--raw-rate)");
+  const Audio audio = load_audio(path("speech.raw"), {std::nullopt, 16000});
+  EXPECT_EQ(audio.sample_rate_hz, 16000);
+  EXPECT_EQ(audio.num_channels_in_source, 1);
+  EXPECT_EQ(audio.samples, (std::vector<float>{0.5f, -0.5f, 32767.0f / 32768.0f}));
+  // Upper-case extensions count; so does .pcm.
+  write_bytes(path("SPEECH.PCM"), bytes.data(), bytes.size());
+  EXPECT_EQ(load_audio(path("SPEECH.PCM"), {std::nullopt, 8000}).samples, audio.samples);
+  expect_error([&] { load_audio(path("SPEECH.PCM")); }, ErrorCode::kInvalidArgument,
+               path("SPEECH.PCM"), "--raw-rate");
+}
+
+TEST_F(AudioFileTest, RawWithAnOddByteCountIsBadAudioNamingTheOffset) {
+  const std::vector<std::uint8_t> bytes = {0x00, 0x40, 0x00, 0xC0, 0xFF};
+  write_bytes(path("odd.raw"), bytes.data(), bytes.size());
+  expect_error(
+      [&] {
+        load_audio(path("odd.raw"), {std::nullopt, 16000});
+      },
+      ErrorCode::kBadAudio, path("odd.raw"), "byte offset 4");
+  // f32: 10 bytes = 2 samples + 2 bytes.
+  write_bytes(path("odd.f32"), std::vector<char>(10, 0).data(), 10);
+  expect_error(
+      [&] {
+        load_audio(path("odd.f32"), {SampleEncoding::kPcmF32le, 16000});
+      },
+      ErrorCode::kBadAudio, path("odd.f32"), "byte offset 8");
+}
+
+TEST_F(AudioFileTest, G711ExtensionsDefaultTo8000Hz) {
+  const std::vector<std::uint8_t> codes = {0xFF, 0x00, 0x80, 0xD5, 0x55};
+  write_bytes(path("call.ul"), codes.data(), codes.size());
+  const Audio mulaw = load_audio(path("call.ul"));
+  EXPECT_EQ(mulaw.sample_rate_hz, 8000);
+  ASSERT_EQ(mulaw.samples.size(), 5u);
+  EXPECT_EQ(mulaw.samples[1], -32124.0f / 32768.0f);
+
+  write_bytes(path("call.alaw"), codes.data(), codes.size());
+  const Audio alaw = load_audio(path("call.alaw"), {std::nullopt, 16000});
+  EXPECT_EQ(alaw.sample_rate_hz, 16000);
+  EXPECT_EQ(alaw.samples[3], 8.0f / 32768.0f);
+  EXPECT_EQ(alaw.samples[4], -8.0f / 32768.0f);
+
+  for (const char* name : {"a.ulaw", "a.mulaw", "a.al", "a.pcm"}) {
+    write_bytes(path(name), codes.data(), 4);
+    EXPECT_NO_THROW(load_audio(path(name), {std::nullopt, 8000})) << name;
+  }
+}
+
+TEST_F(AudioFileTest, ExplicitRawEncodingOverridesTheExtension) {
+  // A valid WAV read as raw mu-law: every byte is a sample, header included.
+  ASSERT_TRUE(write_shorts(path("x.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, {1, 2, 3}));
+  const Audio audio = load_audio(path("x.wav"), {SampleEncoding::kMulaw, 0});
+  EXPECT_EQ(audio.sample_rate_hz, 8000);
+  EXPECT_EQ(audio.samples.size(), fs::file_size(path("x.wav")));
+}
+
+TEST_F(AudioFileTest, RawF32WithNanNamesFileSampleTimeAndOffset) {
+  std::vector<float> samples(100, 0.0f);
+  samples[40] = std::numeric_limits<float>::infinity();
+  write_bytes(path("bad.f32"), samples.data(), samples.size() * 4);
+  expect_error([&] { read_raw_audio(path("bad.f32"), SampleEncoding::kPcmF32le, 8000); },
+               ErrorCode::kBadAudio, path("bad.f32"),
+               "sample 40 at 0.005000 s (byte offset 160) is +Inf");
+}
+
+TEST_F(AudioFileTest, RawRejectsBadRates) {
+  write_bytes(path("a.raw"), "\0\0", 2);
+  for (int rate : {-1, 768001}) {
+    expect_error([&] { read_raw_audio(path("a.raw"), SampleEncoding::kPcmS16le, rate); },
+                 ErrorCode::kInvalidArgument, path("a.raw"), "out of range");
+  }
+}
+
+}  // namespace
+}  // namespace brisvox
