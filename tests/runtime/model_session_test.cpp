@@ -144,7 +144,8 @@ TEST(ModelSession, OneIntraOpThreadAddsNoThreads) {
   config.model_path = bundled_model("silero_vad_v5.onnx");
   SileroVad vad(config);
   std::vector<float> audio(16000, 0.01f);
-  (void)vad.probabilities(audio);
+  (void)vad.probabilities(audio, 16000);
+  (void)vad.probabilities(audio, 8000);
   EXPECT_EQ(process_thread_count(), before);
 }
 

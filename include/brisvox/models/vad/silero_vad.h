@@ -10,8 +10,9 @@
 // the previous chunk in front of it (zeros at stream start): 16 kHz uses 512-sample chunks with 64
 // context samples, 8 kHz (native, not resampled) 256 with 32.
 //
-// A SileroVad holds the session and preallocated tensors for every batch size up to max_batch;
-// it is shared by all streams of one worker and used by one thread at a time. Per-stream state
+// One session serves both rates (the model takes `sr` as an input), but a batch holds one rate.
+// A SileroVad holds the session and preallocated tensors for every batch size up to max_batch and
+// both rates; it is shared by all streams of one worker and used by one thread at a time. Per-stream state
 // lives in SileroStreamState, outside it. run() performs no heap allocation in brisvox code.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "brisvox/runtime/model_info.h"
 #include "brisvox/runtime/session_config.h"
@@ -39,10 +41,14 @@ struct SileroStreamState {
   }
 };
 
+// The model's chunk and context sizes at a rate: 16000 -> 512 + 64, 8000 -> 256 + 32.
+// Throws Error(kInvalidArgument) for any other rate.
+int silero_chunk_samples(int sample_rate_hz);
+int silero_context_samples(int sample_rate_hz);
+
 struct SileroConfig {
-  std::string model_path;      // see resolve_vad_model() for aliases
-  int sample_rate_hz = 16000;  // 16000 or 8000: the rate the model runs at
-  int max_batch = 64;          // largest number of streams in one run()
+  std::string model_path;  // see resolve_vad_model() for aliases
+  int max_batch = 64;      // largest number of streams in one run()
   SessionConfig session;
 };
 
@@ -54,23 +60,21 @@ class SileroVad {
   SileroVad(SileroVad&&) noexcept;
   SileroVad& operator=(SileroVad&&) noexcept;
 
-  int sample_rate_hz() const;
-  int chunk_samples() const;    // 512 at 16 kHz, 256 at 8 kHz
-  int context_samples() const;  // 64 at 16 kHz, 32 at 8 kHz
   int max_batch() const;
   const ModelInfo& model_info() const;
 
-  // One chunk for each of `states.size()` streams (1..max_batch) in one Run: chunks[i] points at
-  // chunk_samples() samples of stream i; states[i] is read and updated in place; probs[i]
+  // One chunk for each of `states.size()` streams (1..max_batch) in one Run, all at
+  // `sample_rate_hz` (16000 or 8000): chunks[i] points at silero_chunk_samples(rate) samples of
+  // stream i; states[i] is read and updated in place; probs[i]
   // receives the speech probability. A stream gets the same probability (within 1e-5) whatever
   // the batch it is run in. Throws Error(kRuntime) if ONNX Runtime fails; states are then left
   // unchanged.
-  void run(std::span<SileroStreamState* const> states, std::span<const float* const> chunks,
-           std::span<float> probs);
+  void run(int sample_rate_hz, std::span<SileroStreamState* const> states,
+           std::span<const float* const> chunks, std::span<float> probs);
 
   // Convenience for whole recordings (one stream, batch of one): the probability of every chunk,
   // the last partial chunk zero-padded, as silero-vad's get_speech_timestamps computes them.
-  std::vector<float> probabilities(std::span<const float> audio);
+  std::vector<float> probabilities(std::span<const float> audio, int sample_rate_hz);
 
  private:
   struct Impl;

@@ -1,0 +1,21 @@
+// The subcommands of the `brisvox` tool. Each registers its options on the CLI11 app and returns
+// the function to run when it is chosen; that function returns the process exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace brisvox::cli {
+
+using Command = std::function<int()>;
+
+// Exit statuses: 0 success, 1 some input failed (others were still processed), 2 usage error.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInputFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+Command add_vad_command(CLI::App& app);
+Command add_doctor_command(CLI::App& app);
+
+}  // namespace brisvox::cli

@@ -1,0 +1,195 @@
+// `brisvox doctor`: what ONNX Runtime brisvox runs on and what it costs, measured on this machine.
+// Answers the questions a deployment needs settled (docs/ONNXRUNTIME.md): the runtime version,
+// whether the bundled models load (opset), whether the build uses OpenMP (which would ignore
+// intra-op thread settings), how many threads a session adds, and what one Run costs.
+#include <fmt/format.h>
+
+#include <link.h>
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "brisvox/error.h"
+#include "brisvox/models/model_paths.h"
+#include "brisvox/models/vad/silero_vad.h"
+#include "brisvox/runtime/runtime_info.h"
+#include "cli/commands.h"
+
+namespace brisvox::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The shared libraries libonnxruntime.so was linked against (its DT_NEEDED entries), read from
+// the loaded image. An OpenMP build of ORT needs libgomp/libiomp/libomp, and then ignores
+// intra_op_threads (OMP_NUM_THREADS rules instead). Other libraries (libsoxr) may load libgomp
+// too, so the process's maps alone would not tell.
+std::vector<std::string> ort_needed_libraries() {
+  std::vector<std::string> needed;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        if (info->dlpi_name == nullptr || std::strstr(info->dlpi_name, "libonnxruntime.so") == nullptr) return 0;
+        auto* out = static_cast<std::vector<std::string>*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+          const auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+          const char* strtab = nullptr;
+          for (const auto* d = dyn; d->d_tag != DT_NULL; ++d) {
+            if (d->d_tag == DT_STRTAB) strtab = reinterpret_cast<const char*>(d->d_un.d_ptr);
+          }
+          if (strtab == nullptr) return 1;
+          for (const auto* d = dyn; d->d_tag != DT_NULL; ++d) {
+            if (d->d_tag == DT_NEEDED) out->emplace_back(strtab + d->d_un.d_val);
+          }
+        }
+        return 1;
+      },
+      &needed);
+  return needed;
+}
+
+bool is_openmp_library(const std::string& name) {
+  return name.find("gomp") != std::string::npos || name.find("iomp") != std::string::npos ||
+         name.rfind("libomp", 0) == 0;
+}
+
+Json describe_tensors(const std::vector<TensorInfo>& tensors) {
+  Json out = Json::array();
+  for (const auto& t : tensors) {
+    out.push_back({{"name", t.name}, {"type", element_type_name(t.type)}, {"shape", t.shape_string()}});
+  }
+  return out;
+}
+
+// Threads a session adds at creation and after its first Run, and the median/p99 Run time at
+// batch 1, for one intra-op thread setting.
+Json measure_session(const std::string& path, int intra_op_threads, int runs) {
+  SileroConfig config;
+  config.model_path = path;
+  config.max_batch = 1;
+  config.session.intra_op_threads = intra_op_threads;
+  const int before = process_thread_count();
+  SileroVad vad(config);
+  const int after_create = process_thread_count();
+  SileroStreamState state;
+  SileroStreamState* state_ptr = &state;
+  std::vector<float> chunk(static_cast<std::size_t>(silero_chunk_samples(16000)));
+  for (std::size_t i = 0; i < chunk.size(); ++i) chunk[i] = 0.1f * static_cast<float>((i % 17) - 8) / 8.0f;
+  const float* chunk_ptr = chunk.data();
+  float prob = 0;
+  for (int i = 0; i < 20; ++i) vad.run(16000, std::span(&state_ptr, 1), std::span(&chunk_ptr, 1), std::span(&prob, 1));
+  const int after_run = process_thread_count();
+  std::vector<double> us;
+  us.reserve(static_cast<std::size_t>(runs));
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    vad.run(16000, std::span(&state_ptr, 1), std::span(&chunk_ptr, 1), std::span(&prob, 1));
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  return {{"intra_op_threads", intra_op_threads},
+          {"threads_added_by_session", after_create - before},
+          {"threads_added_after_first_runs", after_run - before},
+          {"run_us_p50", us[us.size() / 2]},
+          {"run_us_p99", us[us.size() * 99 / 100]},
+          {"runs", runs}};
+}
+
+int run_doctor(bool as_json, int runs) {
+  Json report;
+  report["brisvox_version"] = BRISVOX_VERSION;
+  report["onnxruntime_version"] = ort_version();
+  report["onnxruntime_build"] = ort_build_info();
+  report["available_providers"] = ort_available_providers();
+  const auto needed = ort_needed_libraries();
+  const bool openmp = std::any_of(needed.begin(), needed.end(), is_openmp_library);
+  report["onnxruntime_needed_libraries"] = needed;
+  report["onnxruntime_openmp_build"] = openmp;
+  report["models_dir"] = models_dir();
+  report["process_threads_at_start"] = process_thread_count();
+  Json models = Json::array();
+  bool all_ok = true;
+  for (const char* alias : {"v5", "v6"}) {
+    Json m;
+    m["model"] = alias;
+    try {
+      const std::string path = resolve_vad_model(alias);
+      m["path"] = path;
+      SileroConfig config;
+      config.model_path = path;
+      config.max_batch = 1;
+      SileroVad vad(config);
+      const ModelInfo& info = vad.model_info();
+      m["loads"] = true;
+      m["opset"] = info.default_opset();
+      m["ir_version"] = info.ir_version;
+      m["producer"] = info.producer_version.empty() ? info.producer_name
+                                                    : fmt::format("{} {}", info.producer_name, info.producer_version);
+      m["inputs"] = describe_tensors(info.inputs);
+      m["outputs"] = describe_tensors(info.outputs);
+      Json threads = Json::array();
+      // The default (1) and ORT's own default (0 = one per physical core), to show the difference.
+      for (int intra : {1, 0}) threads.push_back(measure_session(path, intra, runs));
+      m["sessions"] = threads;
+    } catch (const Error& e) {
+      m["loads"] = false;
+      m["error"] = e.what();
+      all_ok = false;
+    }
+    models.push_back(m);
+  }
+  report["models"] = models;
+  if (as_json) {
+    fmt::print("{}\n", report.dump(2));
+    return all_ok ? kExitOk : kExitInputFailed;
+  }
+  fmt::print("brisvox {}\n", report["brisvox_version"].get<std::string>());
+  fmt::print("ONNX Runtime {} ({})\n", ort_version(), ort_build_info());
+  fmt::print("  providers: {}\n", fmt::join(ort_available_providers(), ", "));
+  fmt::print("  links: {}\n", fmt::join(needed, ", "));
+  fmt::print("  OpenMP build: {}\n", openmp ? "yes: intra_op_threads is ignored, set OMP_NUM_THREADS"
+                                            : "no: intra_op_threads governs ORT's own thread pool");
+  fmt::print("models folder: {}\n", models_dir());
+  for (const auto& m : models) {
+    fmt::print("\nSilero VAD {}: ", m["model"].get<std::string>());
+    if (!m["loads"].get<bool>()) {
+      fmt::print("FAILED: {}\n", m["error"].get<std::string>());
+      continue;
+    }
+    fmt::print("{}\n  opset {}, IR {}, producer '{}'\n", m["path"].get<std::string>(),
+               m["opset"].get<int64_t>(), m["ir_version"].get<int64_t>(), m["producer"].get<std::string>());
+    for (const char* role : {"inputs", "outputs"}) {
+      for (const auto& t : m[role]) {
+        fmt::print("  {:7} {:8} {:8} {}\n", role == std::string("inputs") ? "input" : "output",
+                   t["name"].get<std::string>(), t["type"].get<std::string>(), t["shape"].get<std::string>());
+      }
+    }
+    for (const auto& s : m["sessions"]) {
+      const int intra = s["intra_op_threads"].get<int>();
+      fmt::print("  intra_op_threads={}{}: +{} threads at creation, +{} after first runs; Run at batch 1: "
+                 "p50 {:.1f} us, p99 {:.1f} us ({} runs)\n",
+                 intra, intra == 0 ? " (ORT default)" : "", s["threads_added_by_session"].get<int>(),
+                 s["threads_added_after_first_runs"].get<int>(), s["run_us_p50"].get<double>(),
+                 s["run_us_p99"].get<double>(), s["runs"].get<int>());
+    }
+  }
+  return all_ok ? kExitOk : kExitInputFailed;
+}
+
+}  // namespace
+
+Command add_doctor_command(CLI::App& app) {
+  auto as_json = std::make_shared<bool>(false);
+  auto runs = std::make_shared<int>(500);
+  app.add_flag("--json", *as_json, "Print the report as JSON");
+  app.add_option("--runs", *runs, "Timed runs per session setting")->capture_default_str()->check(CLI::Range(10, 1000000));
+  return [as_json, runs] { return run_doctor(*as_json, *runs); };
+}
+
+}  // namespace brisvox::cli

@@ -1,0 +1,63 @@
+// brisvox: speech detection from the command line.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+
+#include "brisvox/error.h"
+#include "brisvox/log.h"
+#include "brisvox/runtime/runtime_info.h"
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace brisvox;
+  CLI::App app{
+      "brisvox: local, real-time speech inference (voice activity detection) on ONNX Runtime.\n",
+      "brisvox"};
+  app.footer(
+      "Examples:\n"
+      "  brisvox vad call.wav                         speech segments as JSON\n"
+      "  brisvox vad --format rttm *.wav > vad.rttm   many files, RTTM\n"
+      "  brisvox vad --model v5 --frame-probs a.flac  with per-chunk probabilities\n"
+      "  brisvox vad --raw-rate 8000 --raw-encoding mulaw call.ul\n"
+      "  brisvox doctor                               ONNX Runtime, models, threads\n"
+      "Run `brisvox COMMAND --help` for the options of a command.");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("brisvox {} (ONNX Runtime {})", BRISVOX_VERSION,
+                                                ort_version()));
+  std::string level = "warn";
+  app.add_option("--log-level", level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+
+  std::map<CLI::App*, cli::Command> commands;
+  auto add = [&](cli::Command (*adder)(CLI::App&), const char* name, const char* description) {
+    CLI::App* sub = app.add_subcommand(name, description);
+    commands[sub] = adder(*sub);
+  };
+  add(&cli::add_vad_command, "vad", "Detect speech in audio files and print the segments");
+  add(&cli::add_doctor_command, "doctor",
+      "Report the ONNX Runtime build, providers, bundled models and thread use");
+
+  try {
+    app.parse(argc, argv);
+    set_log_level(parse_log_level(level));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? cli::kExitOk : cli::kExitUsage;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "brisvox: %s\n", e.what());
+    return cli::kExitUsage;
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    try {
+      return commands.at(sub)();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "brisvox %s: error [%s]: %s\n", sub->get_name().c_str(),
+                   std::string(to_string(e.code())).c_str(), e.what());
+      return e.code() == ErrorCode::kInvalidArgument ? cli::kExitUsage : cli::kExitInputFailed;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "brisvox %s: internal error: %s\n", sub->get_name().c_str(), e.what());
+      return cli::kExitInputFailed;
+    }
+  }
+  return cli::kExitOk;
+}
