@@ -1,0 +1,88 @@
+// Everything one stream owns, allocated once at open_stream(): the sample ring the caller writes
+// and its worker reads, the model's recurrent state, the segmenter, and the event ring the worker
+// writes and the caller reads. About 13 KiB with the default 128 ms buffer at 16 kHz.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisvox/audio/resampler.h"
+#include "brisvox/engine/engine.h"
+#include "brisvox/models/vad/silero_vad.h"
+#include "brisvox/models/vad/streaming_segmenter.h"
+#include "engine/spsc_ring.h"
+
+namespace brisvox::engine {
+
+class Worker;
+
+using Clock = std::chrono::steady_clock;
+
+inline std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+struct StreamSlot {
+  StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, int model_rate, Worker* owner);
+
+  const std::uint64_t id;
+  const StreamConfig config;
+  const int model_rate_hz;
+  const int rate_index;     // 0: 16 kHz, 1: 8 kHz (a worker batches one rate at a time)
+  const int chunk_samples;  // model frame
+  Worker* const worker;
+
+  // --- caller (producer) side -------------------------------------------------------------
+  std::optional<Resampler> resampler;  // only when the input rate is not the model rate
+  std::vector<float> resampled;        // scratch for the resampler's output
+  SpscRing<float> samples;             // model-rate audio
+  // Completion time of model frame k at [k & frame_time_mask]: the ring holds at most
+  // capacity / chunk frames, so a slot is never overwritten before its frame is consumed.
+  std::vector<std::int64_t> frame_complete_ns;
+  std::size_t frame_time_mask;
+  std::atomic<std::uint64_t> samples_rejected{0};
+  // A push that could not take everything starts a refusal episode; the worker reports each
+  // episode once (with the running total), not every refused push.
+  bool refusing = false;  // producer only
+  std::atomic<std::uint32_t> refusal_episodes{0};
+  // Resampler output that did not fit in the ring yet: written first by the next push, so the
+  // resampler never drops what it has consumed. [pending_begin, pending_end) of `resampled`.
+  std::size_t pending_begin = 0;
+  std::size_t pending_end = 0;
+  std::atomic<bool> flush_requested{false};
+  std::int64_t flush_ns = 0;  // written before flush_requested (release)
+
+  // --- scheduling ---------------------------------------------------------------------------
+  std::atomic<bool> queued{false};          // in its worker's ready queue
+  std::int64_t ready_since_ns = 0;          // when it was queued (worker mutex)
+  std::atomic<bool> close_requested{false}; // the handle let go: the worker removes the slot
+
+  // --- worker side (touched by the owning worker only) ------------------------------------
+  SileroStreamState vad_state;
+  StreamingSegmenter segmenter;
+  std::int64_t frames_done = 0;
+  bool overloaded = false;             // inside an overload episode (one event per episode)
+  std::uint32_t episodes_reported = 0; // refusal_episodes already reported in overload events
+  bool finished = false;               // kEndOfStream emitted
+  std::atomic<bool> finished_flag{false};
+
+  // --- events (worker -> reader) ------------------------------------------------------------
+  SpscRing<Event> events;
+  std::atomic<std::uint64_t> events_dropped{0};
+  mutable std::mutex error_mutex;
+  std::string last_error;
+
+  // Returns true if the event was queued. Probability events are dropped (and counted) when the
+  // ring is nearly full, so that speech events always find room.
+  bool emit(const Event& event);
+  double seconds(std::int64_t model_samples) const noexcept {
+    return static_cast<double>(model_samples) / model_rate_hz;
+  }
+};
+
+}  // namespace brisvox::engine

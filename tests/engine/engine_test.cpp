@@ -1,0 +1,308 @@
+#include "brisvox/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "brisvox/audio/audio_file.h"
+#include "brisvox/audio/resampler.h"
+#include "brisvox/error.h"
+#include "brisvox/models/vad/offline_segmenter.h"
+#include "brisvox/models/vad/silero_vad.h"
+#include "brisvox/runtime/runtime_info.h"
+#include "engine/engine_test_util.h"
+#include "test_paths.h"
+
+namespace brisvox {
+namespace {
+
+using test::bundled_model;
+using test::feed_all;
+using test::to_seconds;
+
+EngineConfig small_engine(int workers = 2) {
+  EngineConfig c;
+  c.vad_model = bundled_model("silero_vad_v5.onnx");
+  c.num_workers = workers;
+  c.max_batch = 16;
+  c.max_gather_wait_us = 1000;
+  return c;
+}
+
+const Audio& sample() {
+  static const Audio audio = load_audio(test::sample_wav());
+  return audio;
+}
+
+std::vector<float> offline_probs(std::span<const float> audio, int rate) {
+  SileroConfig c;
+  c.model_path = bundled_model("silero_vad_v5.onnx");
+  c.max_batch = 1;
+  SileroVad vad(c);
+  return vad.probabilities(audio, rate);
+}
+
+TEST(Engine, OneStreamGivesTheOfflineSegmentsAndProbabilities) {
+  Engine engine(small_engine());
+  StreamConfig sc;
+  sc.emit_probabilities = true;
+  Stream s = engine.open_stream(sc);
+  const auto r = feed_all(s, sample().samples, 1);
+  ASSERT_TRUE(r.ended);
+  const auto probs = offline_probs(sample().samples, 16000);
+  ASSERT_EQ(r.probabilities.size(), probs.size());
+  for (std::size_t i = 0; i < probs.size(); ++i) ASSERT_NEAR(r.probabilities[i], probs[i], 1e-5) << i;
+  const auto expected = get_speech_timestamps(probs, static_cast<int64_t>(sample().samples.size()), 16000, {});
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(r.segments_s, to_seconds(expected, 16000));
+  // Starts come before their ends, alternating.
+  bool open = false;
+  for (const Event& e : r.events) {
+    if (e.type == EventType::kSpeechStart) {
+      EXPECT_FALSE(open);
+      open = true;
+    } else if (e.type == EventType::kSpeechEnd) {
+      EXPECT_TRUE(open);
+      open = false;
+    }
+  }
+}
+
+TEST(Engine, ManyConcurrentStreamsAreEachExact) {
+  EngineConfig config = small_engine(2);
+  Engine engine(config);
+  constexpr int kStreams = 24;
+  const auto& audio = sample().samples;
+  // Stream i reads a different 8-second window so that batches mix different audio.
+  std::vector<std::vector<float>> inputs;
+  for (int i = 0; i < kStreams; ++i) {
+    const std::size_t begin = static_cast<std::size_t>(i) * 7001 % (audio.size() - 128000);
+    inputs.emplace_back(audio.begin() + static_cast<std::ptrdiff_t>(begin),
+                        audio.begin() + static_cast<std::ptrdiff_t>(begin + 128000 - static_cast<std::size_t>(i) * 37));
+  }
+  std::vector<test::StreamResult> results(kStreams);
+  std::vector<std::thread> feeders;
+  std::vector<Stream> streams;
+  StreamConfig sc;
+  sc.emit_probabilities = true;
+  for (int i = 0; i < kStreams; ++i) streams.push_back(engine.open_stream(sc));
+  // Three feeder threads, eight streams each, interleaving pushes.
+  for (int t = 0; t < 3; ++t) {
+    feeders.emplace_back([&, t] {
+      for (int i = t; i < kStreams; i += 3) results[i] = feed_all(streams[i], inputs[i], 100 + i, 700);
+    });
+  }
+  for (auto& f : feeders) f.join();
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_TRUE(results[i].ended) << i;
+    const auto probs = offline_probs(inputs[i], 16000);
+    ASSERT_EQ(results[i].probabilities.size(), probs.size()) << i;
+    for (std::size_t k = 0; k < probs.size(); ++k) ASSERT_NEAR(results[i].probabilities[k], probs[k], 1e-5) << i;
+    EXPECT_EQ(results[i].segments_s,
+              to_seconds(get_speech_timestamps(probs, static_cast<int64_t>(inputs[i].size()), 16000, {}), 16000))
+        << "stream " << i;
+  }
+  const EngineStats st = engine.stats();
+  std::uint64_t batched = 0, batches = 0;
+  for (std::size_t b = 1; b < st.batch_size_counts.size(); ++b) {
+    batched += b * st.batch_size_counts[b];
+    batches += st.batch_size_counts[b];
+  }
+  EXPECT_EQ(batched, st.frames_processed);
+  EXPECT_EQ(batches, st.batches);
+  EXPECT_LT(st.batches, st.frames_processed) << "frames of different streams must share runs";
+  EXPECT_EQ(st.queue_delay.count, st.frames_processed);
+  EXPECT_EQ(st.added_latency.count, st.frames_processed);
+}
+
+TEST(Engine, EightKilohertzStreamsRunNatively) {
+  Engine engine(small_engine(1));
+  const Audio prompt = load_audio("/usr/share/asterisk/sounds/en_US_f_Allison/agent-loggedoff.wav");
+  ASSERT_EQ(prompt.sample_rate_hz, 8000);
+  StreamConfig sc;
+  sc.sample_rate_hz = 8000;
+  sc.emit_probabilities = true;
+  Stream s = engine.open_stream(sc);
+  const auto r = feed_all(s, prompt.samples, 7);
+  const auto probs = offline_probs(prompt.samples, 8000);
+  ASSERT_EQ(r.probabilities.size(), probs.size());
+  for (std::size_t i = 0; i < probs.size(); ++i) ASSERT_NEAR(r.probabilities[i], probs[i], 1e-5);
+  EXPECT_EQ(r.segments_s, to_seconds(get_speech_timestamps(probs, static_cast<int64_t>(prompt.samples.size()), 8000, {}), 8000));
+  EXPECT_FALSE(r.segments_s.empty());
+}
+
+TEST(Engine, OtherRatesAreResampledLikeTheOfflinePath) {
+  Engine engine(small_engine(1));
+  const std::vector<float> at48k = resample(sample().samples, 16000, 48000);
+  StreamConfig sc;
+  sc.sample_rate_hz = 48000;
+  sc.emit_probabilities = true;
+  Stream s = engine.open_stream(sc);
+  const auto r = feed_all(s, at48k, 9, 5000);
+  ASSERT_TRUE(r.ended);
+  const std::vector<float> back = resample(at48k, 48000, 16000);
+  const auto probs = offline_probs(back, 16000);
+  ASSERT_NEAR(static_cast<double>(r.probabilities.size()), static_cast<double>(probs.size()), 1.0);
+  const auto expected = to_seconds(get_speech_timestamps(probs, static_cast<int64_t>(back.size()), 16000, {}), 16000);
+  ASSERT_EQ(r.segments_s.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(r.segments_s[i].first, expected[i].first, 0.033) << i;  // within one frame
+    EXPECT_NEAR(r.segments_s[i].second, expected[i].second, 0.033) << i;
+  }
+}
+
+TEST(Engine, FlushEndsOpenSpeechWithAFinalSpeechEnd) {
+  Engine engine(small_engine(1));
+  // Cut the recording in the middle of its first segment.
+  const std::vector<float> cut(sample().samples.begin(), sample().samples.begin() + 16000 * 3);
+  Stream s = engine.open_stream({});
+  const auto r = feed_all(s, cut, 3);
+  ASSERT_TRUE(r.ended);
+  ASSERT_EQ(r.segments_s.size(), 1u);
+  EXPECT_NEAR(r.segments_s[0].second, 3.0, 1e-9) << "the open segment ends at the end of the audio";
+  EXPECT_EQ(r.events.back().type, EventType::kEndOfStream);
+  EXPECT_THROW(s.push(cut), Error);
+  s.flush();  // idempotent
+}
+
+TEST(Engine, PushRefusesNonFiniteSamplesAndAcceptsNothing) {
+  Engine engine(small_engine(1));
+  Stream s = engine.open_stream({});
+  std::vector<float> bad(1000, 0.1f);
+  bad[500] = std::nanf("");
+  try {
+    s.push(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadAudio);
+    EXPECT_NE(std::string(e.what()).find("sample 500"), std::string::npos) << e.what();
+  }
+  s.flush();
+  test::StreamResult r;
+  while (!r.ended) {
+    s.wait_events(std::chrono::milliseconds(10));
+    test::collect(s, r);
+  }
+  EXPECT_DOUBLE_EQ(r.events.back().end_s, 0.0) << "no sample of the bad push was accepted";
+}
+
+TEST(Engine, AFullStreamRefusesSamplesAndReportsAnOverload) {
+  EngineConfig config = small_engine(1);
+  Engine engine(config);
+  StreamConfig sc;
+  sc.buffer_ms = 128;
+  Stream s = engine.open_stream(sc);
+  // Ten seconds at once: far more than 128 ms of buffer.
+  const std::size_t accepted = s.push(std::span(sample().samples).first(160000));
+  EXPECT_LE(accepted, 2048u + 512u);
+  EXPECT_GT(accepted, 0u);
+  test::StreamResult r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool overload = false;
+  while (!overload && std::chrono::steady_clock::now() < deadline) {
+    s.wait_events(std::chrono::milliseconds(10));
+    test::collect(s, r);
+    for (const Event& e : r.events) {
+      if (e.type == EventType::kOverload && e.rejected_samples > 0) {
+        overload = true;
+        EXPECT_EQ(e.rejected_samples, 160000 - accepted);
+        EXPECT_EQ(e.type, EventType::kOverload);
+      }
+    }
+  }
+  EXPECT_TRUE(overload);
+  EXPECT_EQ(engine.stats().samples_rejected, 160000 - accepted);
+}
+
+TEST(Engine, RefusesStreamsBeyondCapacity) {
+  EngineConfig config = small_engine(1);
+  config.max_streams = 2;
+  Engine engine(config);
+  Stream a = engine.open_stream({});
+  Stream b = engine.open_stream({});
+  try {
+    engine.open_stream({});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOverloaded);
+    EXPECT_NE(std::string(e.what()).find("2 of 2 streams"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(engine.stats().streams_refused, 1u);
+  a.close();
+  // The slot is released by the worker; a new stream fits once it has.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (engine.stats().active_streams > 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_NO_THROW(engine.open_stream({}));
+}
+
+TEST(Engine, InvalidConfigsAreRejectedWithTheField) {
+  EngineConfig bad = small_engine(1);
+  bad.max_batch = 0;
+  try {
+    Engine e(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_batch"), std::string::npos);
+  }
+  Engine engine(small_engine(1));
+  StreamConfig sc;
+  sc.model_rate_hz = 22050;
+  EXPECT_THROW(engine.open_stream(sc), Error);
+  sc = {};
+  sc.vad.threshold = 1.5;
+  EXPECT_THROW(engine.open_stream(sc), Error);
+}
+
+TEST(Engine, WorkersAreTheOnlyThreadsItAdds) {
+  const int before = process_thread_count();
+  {
+    Engine engine(small_engine(2));
+    EXPECT_EQ(process_thread_count(), before + 2);
+    Stream s = engine.open_stream({});
+    feed_all(s, std::span(sample().samples).first(64000), 1);
+    EXPECT_EQ(process_thread_count(), before + 2) << "ONNX Runtime added threads while running";
+  }
+  EXPECT_EQ(process_thread_count(), before);
+}
+
+TEST(Engine, DrainFlushesOpenStreams) {
+  Engine engine(small_engine(1));
+  Stream s = engine.open_stream({});
+  const std::vector<float> cut(sample().samples.begin(), sample().samples.begin() + 16000 * 3);
+  std::size_t done = 0;
+  while (done < cut.size()) {
+    done += s.push(std::span(cut).subspan(done, std::min(cut.size() - done, s.writable())));
+    s.wait_writable(512, std::chrono::milliseconds(50));
+  }
+  engine.drain();
+  test::StreamResult r;
+  test::collect(s, r);
+  EXPECT_TRUE(r.ended);
+  EXPECT_EQ(r.segments_s.size(), 1u);
+  EXPECT_THROW(engine.open_stream({}), Error);
+}
+
+TEST(Engine, ARunErrorBecomesErrorEventsAndTheWorkerSurvives) {
+  // silero_failing.onnx fails for every batch size but 4.
+  EngineConfig config = small_engine(1);
+  config.vad_model = test::generated_model("silero_failing.onnx");
+  Engine engine(config);
+  Stream s = engine.open_stream({});
+  const auto r = feed_all(s, std::span(sample().samples).first(5120), 1);
+  ASSERT_TRUE(r.ended) << "the stream still completes";
+  int errors = 0;
+  for (const Event& e : r.events) errors += e.type == EventType::kError;
+  EXPECT_EQ(errors, 10);
+  EXPECT_NE(s.last_error().find("silero_failing.onnx"), std::string::npos) << s.last_error();
+  EXPECT_EQ(engine.stats().run_errors, 10u);
+  // The worker still serves new streams.
+  Stream t = engine.open_stream({});
+  EXPECT_TRUE(feed_all(t, std::span(sample().samples).first(1024), 2).ended);
+}
+
+}  // namespace
+}  // namespace brisvox
