@@ -4,18 +4,13 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <optional>
 
-#include "brisvox/audio/audio_file.h"
-#include "brisvox/audio/resampler.h"
+#include "brisvox/engine/engine.h"
 #include "brisvox/error.h"
-#include "brisvox/models/model_paths.h"
-#include "brisvox/models/vad/offline_segmenter.h"
 #include "brisvox/models/vad/segmenter_params.h"
-#include "brisvox/models/vad/silero_vad.h"
 #include "cli/commands.h"
+#include "cli/file_runner.h"
 #include "cli/progress_bar.h"
 #include "cli/segment_writers.h"
 
@@ -33,6 +28,7 @@ struct VadOptions {
   int raw_rate_hz = 0;
   SegmenterParams params;
   bool no_progress = false;
+  int workers = 0;
 };
 
 
@@ -40,49 +36,43 @@ int run_vad(const VadOptions& o) {
   const SegmentFormat format = parse_segment_format(o.format);
   o.params.validate();
   if (o.model_rate_hz != 0 && o.model_rate_hz != 8000 && o.model_rate_hz != 16000) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--model-rate must be 8000 or 16000, got {}", o.model_rate_hz));
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--model-rate must be 8000 or 16000, got {}", o.model_rate_hz));
   }
-  AudioReadOptions read_options;
-  if (!o.raw_encoding.empty()) read_options.raw_encoding = parse_encoding(o.raw_encoding);
-  read_options.raw_sample_rate_hz = o.raw_rate_hz;
-  SileroConfig model_config;
-  model_config.model_path = resolve_vad_model(o.model);
-  model_config.max_batch = 1;
-  SileroVad vad(model_config);  // loaded before any file: a bad model fails once
+  FileRunnerOptions run_options;
+  if (!o.raw_encoding.empty()) run_options.read.raw_encoding = parse_encoding(o.raw_encoding);
+  run_options.read.raw_sample_rate_hz = o.raw_rate_hz;
+  run_options.stream.vad = o.params;
+  run_options.stream.model_rate_hz = o.model_rate_hz;
+  run_options.stream.emit_probabilities = o.frame_probs;
+
+  EngineConfig engine_config;
+  engine_config.vad_model = o.model;
+  engine_config.num_workers = o.workers;
+  // Files are fed as fast as the workers go: latency does not matter, full batches do.
+  engine_config.admission_control = false;
+  Engine engine(engine_config);  // the model is loaded before any file: a bad model fails once
+  run_options.max_open = static_cast<std::size_t>(engine.num_workers() * engine_config.max_batch);
 
   if (!o.output_dir.empty()) std::filesystem::create_directories(o.output_dir);
   if (o.output_dir.empty()) write_header(stdout, format);
   ProgressBar progress(o.files.size(), !o.no_progress && o.files.size() > 1 && isatty(STDERR_FILENO));
   int failures = 0;
-  for (const std::string& file : o.files) {
+  run_files(engine, o.files, run_options, [&](const FileResult& r) {
     try {
-      Audio audio = load_audio(file, read_options);
-      const double duration_s = audio.duration_s();
-      const int model_rate = o.model_rate_hz != 0 ? o.model_rate_hz
-                                                  : (audio.sample_rate_hz == 8000 ? 8000 : 16000);
-      std::vector<float> samples = audio.sample_rate_hz == model_rate
-                                       ? std::move(audio.samples)
-                                       : resample(audio.samples, audio.sample_rate_hz, model_rate);
-      const std::vector<float> probs = vad.probabilities(samples, model_rate);
-      const auto segments = get_speech_timestamps(probs, static_cast<int64_t>(samples.size()),
-                                                  model_rate, o.params);
+      if (r.error) throw *r.error;
       FileSegments result;
-      result.file = file;
-      result.input_sample_rate_hz = audio.sample_rate_hz;
-      result.duration_s = duration_s;
-      for (const auto& s : segments) {
-        result.segments_s.emplace_back(static_cast<double>(s.start_sample) / model_rate,
-                                       static_cast<double>(s.end_sample) / model_rate);
-      }
-      if (o.frame_probs) result.frame_probs = &probs;
+      result.file = r.file;
+      result.input_sample_rate_hz = r.input_sample_rate_hz;
+      result.duration_s = r.duration_s;
+      result.segments_s = r.segments_s;
+      if (o.frame_probs) result.frame_probs = &r.frame_probs;
       if (o.output_dir.empty()) {
         progress.clear();
         write_segments(stdout, format, result);
         std::fflush(stdout);
       } else {
         const auto out_path = std::filesystem::path(o.output_dir) /
-                              (std::filesystem::path(file).stem().string() + std::string(file_extension(format)));
+                              (std::filesystem::path(r.file).stem().string() + std::string(file_extension(format)));
         std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(out_path.c_str(), "w"), &std::fclose);
         if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write '{}'", out_path.string()));
         write_header(out.get(), format);
@@ -90,12 +80,12 @@ int run_vad(const VadOptions& o) {
       }
     } catch (const Error& e) {
       progress.clear();
-      std::fprintf(stderr, "brisvox vad: %s: error [%s]: %s\n", file.c_str(),
-                   std::string(to_string(e.code())).c_str(), e.what());
+      std::fprintf(stderr, "brisvox vad: %s: error [%s]: %s\n", r.file.c_str(), std::string(to_string(e.code())).c_str(),
+                   e.what());
       ++failures;
     }
     progress.advance();
-  }
+  });
   progress.finish();
   return failures == 0 ? kExitOk : kExitInputFailed;
 }
@@ -123,6 +113,7 @@ Command add_vad_command(CLI::App& app) {
   app.add_option("--raw-encoding", o->raw_encoding, "Headerless input: pcm_s16le, pcm_f32le, mulaw or alaw");
   app.add_option("--raw-rate", o->raw_rate_hz, "Sample rate of headerless input");
   app.add_flag("--no-progress", o->no_progress, "No progress bar on stderr");
+  app.add_option("--workers", o->workers, "Inference threads (default: one per core)");
   auto& p = o->params;
   app.add_option("--threshold", p.threshold, "Speech probability that starts speech")->capture_default_str();
   app.add_option("--neg-threshold", p.neg_threshold,
