@@ -112,7 +112,10 @@ int run_doctor(bool as_json, int runs) {
   report["onnxruntime_needed_libraries"] = needed;
   report["onnxruntime_openmp_build"] = openmp;
   report["models_dir"] = models_dir();
-  report["process_threads_at_start"] = process_thread_count();
+  const int threads_at_start = process_thread_count();
+  ort_initialize();
+  report["process_threads_at_start"] = threads_at_start;
+  report["threads_added_by_ort_environment"] = process_thread_count() - threads_at_start;
   Json models = Json::array();
   bool all_ok = true;
   for (const char* alias : {"v5", "v6"}) {
@@ -155,6 +158,8 @@ int run_doctor(bool as_json, int runs) {
   fmt::print("  links: {}\n", fmt::join(needed, ", "));
   fmt::print("  OpenMP build: {}\n", openmp ? "yes: intra_op_threads is ignored, set OMP_NUM_THREADS"
                                             : "no: intra_op_threads governs ORT's own thread pool");
+  fmt::print("  threads: {} at start, +{} when the ONNX Runtime environment is created (once per process)\n",
+             threads_at_start, report["threads_added_by_ort_environment"].get<int>());
   fmt::print("models folder: {}\n", models_dir());
   for (const auto& m : models) {
     fmt::print("\nSilero VAD {}: ", m["model"].get<std::string>());

@@ -170,8 +170,13 @@ void Worker::process(int rate_index, std::size_t count) {
       final_[n] = 1;
       complete_ns_[n] = s.flush_ns;
     } else {
+      // Queued for a flush, for refused samples to report, or woken early.
+      if (s.refusal_episodes.load(std::memory_order_relaxed) != s.episodes_reported) {
+        overload_check(s, 0);
+        if (s.config.on_events) s.config.on_events();
+      }
       if (flushing) finish_stream(s);
-      continue;  // queued for a close/flush that is done, or woken early
+      continue;
     }
     batch_[n] = &s;  // compacting in place: n <= k
     batch_states_[n] = &s.vad_state;

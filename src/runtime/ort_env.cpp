@@ -41,6 +41,7 @@ Ort::Env& ort_env() {
 
 namespace brisvox {
 
+void ort_initialize() { (void)runtime::ort_env(); }
 std::string ort_version() { return Ort::GetVersionString(); }
 std::vector<std::string> ort_available_providers() { return Ort::GetAvailableProviders(); }
 std::string ort_build_info() { return Ort::GetBuildInfoString(); }

@@ -258,6 +258,7 @@ TEST(Engine, InvalidConfigsAreRejectedWithTheField) {
 }
 
 TEST(Engine, WorkersAreTheOnlyThreadsItAdds) {
+  ort_initialize();  // ONNX Runtime's one thread per process, not the engine's
   const int before = process_thread_count();
   {
     Engine engine(small_engine(2));

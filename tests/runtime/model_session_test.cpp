@@ -139,6 +139,7 @@ TEST(ModelSession, InvalidThreadCountsAreRejected) {
 
 TEST(ModelSession, OneIntraOpThreadAddsNoThreads) {
   // The whole point of intra_op_threads = 1: ORT runs on the calling worker and creates no pool.
+  ort_initialize();  // the Env's own thread is a fixed, once-per-process extra
   const int before = process_thread_count();
   SileroConfig config;
   config.model_path = bundled_model("silero_vad_v5.onnx");
@@ -147,6 +148,15 @@ TEST(ModelSession, OneIntraOpThreadAddsNoThreads) {
   (void)vad.probabilities(audio, 16000);
   (void)vad.probabilities(audio, 8000);
   EXPECT_EQ(process_thread_count(), before);
+}
+
+TEST(ModelSession, TheEnvironmentAddsAtMostOneThreadOnce) {
+  const int before = process_thread_count();
+  ort_initialize();
+  const int after = process_thread_count();
+  EXPECT_LE(after - before, 1);
+  ort_initialize();
+  EXPECT_EQ(process_thread_count(), after);
 }
 
 TEST(ModelSignature, NarrowStateIsNamedWithBothShapes) {
