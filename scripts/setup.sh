@@ -30,7 +30,7 @@ apt_packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsndfile1-dev libsoxr-dev libkissfft-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm sox espeak-ng python3 python3-numpy python3-onnx
+  nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets
   pocketsphinx-testdata asterisk-core-sounds-en-wav
 )
 if [[ $do_apt == 1 ]]; then
