@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "brisvox/error.h"
+#include "log.h"
 
 namespace brisvox::runtime {
 namespace {
@@ -65,7 +66,39 @@ std::string dims_string(const std::vector<int64_t>& dims) {
   return out + "]";
 }
 
+namespace {
+
+bool all_names_present(const std::vector<TensorInfo>& declared, const std::vector<TensorSpec>& specs) {
+  return std::all_of(specs.begin(), specs.end(), [&](const TensorSpec& s) { return find_tensor(declared, s.name) != nullptr; });
+}
+
+// The same checks with the model's own names taken position by position.
+SignatureBinding bind_by_position(const ModelInfo& info, const ModelSignature& signature) {
+  ModelSignature renamed = signature;
+  renamed.bind_by_position_if_renamed = false;
+  for (std::size_t i = 0; i < renamed.inputs.size(); ++i) renamed.inputs[i].name = info.inputs[i].name;
+  for (std::size_t i = 0; i < renamed.outputs.size(); ++i) renamed.outputs[i].name = info.outputs[i].name;
+  SignatureBinding binding = check_signature(info, renamed);
+  std::string mapping;
+  for (std::size_t i = 0; i < signature.inputs.size(); ++i) {
+    mapping += fmt::format("{}input '{}' as '{}'", mapping.empty() ? "" : ", ", info.inputs[i].name, signature.inputs[i].name);
+  }
+  for (std::size_t i = 0; i < signature.outputs.size(); ++i) {
+    mapping += fmt::format(", output '{}' as '{}'", info.outputs[i].name, signature.outputs[i].name);
+  }
+  detail::log(LogLevel::kInfo, "model '{}' names its tensors differently from {}: bound by position ({})", info.source,
+              signature.model_kind, mapping);
+  return binding;
+}
+
+}  // namespace
+
 SignatureBinding check_signature(const ModelInfo& info, const ModelSignature& signature) {
+  if (signature.bind_by_position_if_renamed &&
+      (!all_names_present(info.inputs, signature.inputs) || !all_names_present(info.outputs, signature.outputs)) &&
+      info.inputs.size() == signature.inputs.size() && info.outputs.size() == signature.outputs.size()) {
+    return bind_by_position(info, signature);
+  }
   SignatureBinding binding;
   for (const auto& spec : signature.inputs) {
     check_tensor(info, signature, "input", info.inputs, spec);

@@ -26,6 +26,10 @@ struct ModelSignature {
   std::string model_kind;  // "Silero VAD v5/v6", used in messages
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  // Releases of some models rename their tensors (Smart Turn v3.1/v3.2). When set and the names
+  // are not found, a model with exactly as many inputs and outputs as the signature is bound by
+  // position instead (types and shapes are still checked), and a line is logged saying so.
+  bool bind_by_position_if_renamed = false;
 };
 
 // Where each spec'd tensor sits in the model's input/output lists (ORT needs names; adapters
