@@ -9,6 +9,7 @@
 
 #include "brisvox/error.h"
 #include "brisvox/models/model_paths.h"
+#include "engine/turn_pool.h"
 #include "engine/worker.h"
 #include "log.h"
 
@@ -27,6 +28,8 @@ std::string_view to_string(EventType type) noexcept {
     case EventType::kOverload: return "overload";
     case EventType::kError: return "error";
     case EventType::kEndOfStream: return "end_of_stream";
+    case EventType::kTurnEnd: return "turn_end";
+    case EventType::kTurnIncomplete: return "turn_incomplete";
   }
   return "unknown";
 }
@@ -50,6 +53,14 @@ void EngineConfig::validate() const {
   require(latency_budget_ms >= 1 && latency_budget_ms <= 60'000,
           fmt::format("latency_budget_ms must be 1 to 60000, got {}", latency_budget_ms));
   session.validate();
+  if (!turn_model.empty()) {
+    require(num_turn_workers >= 1 && num_turn_workers <= 256,
+            fmt::format("num_turn_workers must be 1 to 256, got {}", num_turn_workers));
+    require(turn_max_batch >= 1 && turn_max_batch <= 64, fmt::format("turn_max_batch must be 1 to 64, got {}", turn_max_batch));
+    require(max_pending_turns >= 1 && max_pending_turns <= 4096,
+            fmt::format("max_pending_turns must be 1 to 4096, got {}", max_pending_turns));
+    turn_session.validate();
+  }
 }
 
 void StreamConfig::validate() const {
@@ -59,10 +70,12 @@ void StreamConfig::validate() const {
           fmt::format("model_rate_hz must be 0 (auto), 8000 or 16000, got {}", model_rate_hz));
   require(buffer_ms >= 64 && buffer_ms <= 60'000, fmt::format("buffer_ms must be 64 to 60000, got {}", buffer_ms));
   vad.validate();
+  if (detect_turns) turn.validate();
 }
 
 struct Engine::Impl {
   EngineConfig config;
+  std::unique_ptr<engine::TurnPool> turns;  // outlives the workers' use of it (see ~Engine)
   std::vector<std::unique_ptr<Worker>> workers;
   std::mutex open_mu;  // serialises open_stream's capacity check and attach
   std::atomic<std::uint64_t> next_id{1};
@@ -78,13 +91,15 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>()) {
   if (impl_->config.num_workers == 0) impl_->config.num_workers = default_workers();
   const std::string path = resolve_vad_model(config.vad_model);
   impl_->config.vad_model = path;
+  if (!config.turn_model.empty()) impl_->turns = std::make_unique<engine::TurnPool>(impl_->config);
   for (int i = 0; i < impl_->config.num_workers; ++i) {
     SileroConfig sc;
     sc.model_path = path;
     sc.max_batch = config.max_batch;
     sc.session = config.session;
-    impl_->workers.push_back(std::make_unique<Worker>(i, impl_->config, SileroVad(sc)));
+    impl_->workers.push_back(std::make_unique<Worker>(i, impl_->config, SileroVad(sc), impl_->turns.get()));
   }
+  if (impl_->turns) impl_->turns->start();
   for (auto& w : impl_->workers) w->start();
   detail::log(LogLevel::kInfo, "engine: {} workers, model {}, max batch {}, gather wait {} us",
               impl_->config.num_workers, path, config.max_batch, config.max_gather_wait_us);
@@ -92,6 +107,9 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>()) {
 
 Engine::~Engine() {
   drain();
+  // Turn workers first: after the drain nothing is in flight, and their deliveries (if any) need
+  // the VAD workers alive.
+  if (impl_->turns) impl_->turns->stop();
   impl_->workers.clear();  // stops and joins
 }
 
@@ -102,6 +120,11 @@ Stream Engine::open_stream(const StreamConfig& config) {
   config.validate();
   Impl& m = *impl_;
   const int model_rate = config.model_rate_hz != 0 ? config.model_rate_hz : (config.sample_rate_hz == 8000 ? 8000 : 16000);
+  if (config.detect_turns && !m.turns) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the stream asks for end-of-turn detection but the engine has no turn model (EngineConfig::turn_model, "
+                "--turn-model PATH)");
+  }
   std::lock_guard lock(m.open_mu);
   if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
   int active = 0;
@@ -188,6 +211,19 @@ EngineStats Engine::stats() const {
     }
   }
   st.samples_rejected += m.samples_rejected.load();
+  if (m.turns) {
+    const auto& tc = m.turns->counters();
+    st.turn_analyses = tc.analyses.load();
+    st.turn_errors = tc.errors.load();
+    std::array<std::uint64_t, Histogram::kNumBuckets> tl{}, tf{}, ti{};
+    double tl_sum = 0, tl_max = 0, tf_sum = 0, tf_max = 0, ti_sum = 0, ti_max = 0;
+    tc.latency.add_to(tl, tl_sum, tl_max);
+    tc.features.add_to(tf, tf_sum, tf_max);
+    tc.inference.add_to(ti, ti_sum, ti_max);
+    st.turn_latency = Histogram::summarize(tl, tl_sum, tl_max);
+    st.turn_features = Histogram::summarize(tf, tf_sum, tf_max);
+    st.turn_inference = Histogram::summarize(ti, ti_sum, ti_max);
+  }
   st.queue_delay = Histogram::summarize(qd, qd_sum, qd_max);
   st.inference = Histogram::summarize(inf, inf_sum, inf_max);
   st.added_latency = Histogram::summarize(lat, lat_sum, lat_max);

@@ -24,11 +24,17 @@ StreamSlot::StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_confi
       frame_time_mask(frame_complete_ns.size() - 1),
       segmenter(model_rate, stream_config.vad),
       events(kEventCapacity) {
+  if (stream_config.detect_turns) turn = std::make_unique<TurnSlot>(model_rate, chunk_samples, stream_config.turn);
   if (stream_config.sample_rate_hz != model_rate) {
     resampler.emplace(stream_config.sample_rate_hz, model_rate, 1024);
     resampled.resize(resampler->max_output_for(1024));
   }
 }
+
+TurnSlot::TurnSlot(int model_rate_hz, int frame_samples, const TurnParams& params)
+    : detector(model_rate_hz, frame_samples, params),
+      // 8 s analysed + pre-speech + slack for the time an analysis waits: 9.5 s.
+      history(static_cast<std::size_t>(model_rate_hz) * 19 / 2, 0.0f) {}
 
 bool StreamSlot::emit(const Event& event) {
   const std::size_t free = events.free_space();

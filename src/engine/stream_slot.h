@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "brisvox/audio/resampler.h"
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/silero_vad.h"
+#include "brisvox/models/turn/turn_detector.h"
 #include "brisvox/models/vad/streaming_segmenter.h"
 #include "engine/spsc_ring.h"
 
@@ -21,13 +23,29 @@ namespace brisvox::engine {
 
 class Worker;
 
+// End-of-turn state of a stream that asked for it (StreamConfig::detect_turns).
+struct TurnSlot {
+  TurnSlot(int model_rate_hz, int frame_samples, const TurnParams& params);
+  TurnDetector detector;                 // VAD worker only
+  std::vector<float> history;            // ring of the last ~9 s of model-rate audio (VAD worker)
+  std::int64_t history_written = 0;      // samples appended (VAD worker)
+  bool deferred = false;                 // an analysis waits for a free request slot
+  TurnAction deferred_action;
+  bool flush_started = false;            // detector.flush() was called
+  // Mailbox from the turn worker: probability and failure first, then the id (release).
+  float verdict_probability = 0.0f;
+  bool verdict_failed = false;
+  std::atomic<std::uint64_t> verdict_id{0};
+  std::atomic<bool> in_flight{false};    // a request of this stream is with the turn pool
+};
+
 using Clock = std::chrono::steady_clock;
 
 inline std::int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-struct StreamSlot {
+struct StreamSlot : std::enable_shared_from_this<StreamSlot> {
   StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, int model_rate, Worker* owner);
 
   const std::uint64_t id;
@@ -69,7 +87,10 @@ struct StreamSlot {
   bool overloaded = false;             // inside an overload episode (one event per episode)
   std::uint32_t episodes_reported = 0; // refusal_episodes already reported in overload events
   bool finished = false;               // kEndOfStream emitted
+  bool segments_flushed = false;       // the segmenter's final events were emitted
   std::atomic<bool> finished_flag{false};
+  std::unique_ptr<TurnSlot> turn;      // only with detect_turns
+  std::atomic<bool> retired{false};    // removed from its worker; memory kept until unreferenced
 
   // --- events (worker -> reader) ------------------------------------------------------------
   SpscRing<Event> events;

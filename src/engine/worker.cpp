@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "brisvox/error.h"
+#include "engine/turn_pool.h"
 #include "log.h"
 
 namespace brisvox::engine {
@@ -37,13 +38,14 @@ StreamSlot* Worker::ReadyQueue::pop() noexcept {
   return s;
 }
 
-Worker::Worker(int index, const EngineConfig& config, SileroVad vad)
+Worker::Worker(int index, const EngineConfig& config, SileroVad vad, TurnPool* turns)
     : index_(index),
       config_(config),
       vad_(std::move(vad)),
       counters_(config.max_batch),
       ready_{ReadyQueue(static_cast<std::size_t>(config.max_streams) + 1),
-             ReadyQueue(static_cast<std::size_t>(config.max_streams) + 1)} {
+             ReadyQueue(static_cast<std::size_t>(config.max_streams) + 1)},
+      turns_(turns) {
   const auto b = static_cast<std::size_t>(config.max_batch);
   batch_.resize(b);
   batch_states_.resize(b);
@@ -53,7 +55,7 @@ Worker::Worker(int index, const EngineConfig& config, SileroVad vad)
   complete_ns_.resize(b);
   consumed_.resize(b);
   final_.resize(b);
-  requeue_.reserve(b);
+  requeue_.reserve(2 * b);
   streams_.reserve(static_cast<std::size_t>(config.max_streams));
 }
 
@@ -131,6 +133,7 @@ void Worker::run() {
     const int packed = gather(lock);
     lock.unlock();
     process(packed / 1000, static_cast<std::size_t>(packed % 1000));
+    reap_retired();
     lock.lock();
     for (StreamSlot* s : requeue_) {
       if (s->queued.exchange(true, std::memory_order_acq_rel)) continue;
@@ -146,9 +149,21 @@ void Worker::process(int rate_index, std::size_t count) {
   std::size_t n = 0;  // streams with a frame to run
   for (std::size_t k = 0; k < count; ++k) {
     StreamSlot& s = *batch_[k];
+    if (s.retired.load(std::memory_order_relaxed)) continue;
     if (s.close_requested.load(std::memory_order_acquire)) {
-      remove_stream(&s);
+      // A turn request in flight still refers to the stream: its delivery schedules it again.
+      if (!s.turn || !s.turn->in_flight.load(std::memory_order_acquire)) remove_stream(&s);
       continue;
+    }
+    if (s.turn) {
+      turn_mailbox(s);
+      // Offline streams wait for their verdict before more audio is analysed; the verdict's
+      // delivery schedules the stream again.
+      const TurnSlot& t = *s.turn;
+      if (s.config.turn_wait_for_verdict && !s.finished &&
+          (t.detector.verdict_pending() || t.in_flight.load(std::memory_order_acquire) || t.deferred)) {
+        continue;
+      }
     }
     if (s.finished) continue;
     // The flush flag first: it is set after the last samples were written, so once it is seen
@@ -237,13 +252,17 @@ void Worker::process(int rate_index, std::size_t count) {
       s.emit(ev);
     }
     for (const SegmentEvent& e : s.segmenter.push(probs_[i])) s.emit(segment_event(s, e));
+    if (s.turn) turn_frame(s, batch_chunks_[i], consumed_[i], probs_[i]);
     overload_check(s, t0 - complete_ns_[i]);
     if (final_[i]) finish_stream(s);
     const std::int64_t done = now_ns();
     counters_.added_latency.record(static_cast<double>(done - complete_ns_[i]) / 1000.0);
     if (s.config.on_events) s.config.on_events();
-    if (!s.finished && (s.samples.size() >= static_cast<std::size_t>(s.chunk_samples) ||
-                        s.flush_requested.load(std::memory_order_acquire))) {
+    const bool waiting_for_verdict =
+        s.turn && s.config.turn_wait_for_verdict &&
+        (s.turn->detector.verdict_pending() || s.turn->in_flight.load(std::memory_order_acquire) || s.turn->deferred);
+    if (!s.finished && !waiting_for_verdict &&
+        (s.samples.size() >= static_cast<std::size_t>(s.chunk_samples) || s.flush_requested.load(std::memory_order_acquire))) {
       requeue_.push_back(&s);
     }
   }
@@ -253,7 +272,19 @@ void Worker::process(int rate_index, std::size_t count) {
 void Worker::finish_stream(StreamSlot& s) {
   if (s.finished) return;
   const auto total = static_cast<std::int64_t>(s.samples.written());
-  for (const SegmentEvent& e : s.segmenter.flush(total)) s.emit(segment_event(s, e));
+  if (!s.segments_flushed) {
+    for (const SegmentEvent& e : s.segmenter.flush(total)) s.emit(segment_event(s, e));
+    s.segments_flushed = true;
+  }
+  if (s.turn) {
+    TurnSlot& t = *s.turn;
+    if (!t.flush_started) {
+      t.flush_started = true;
+      turn_actions(s, t.detector.flush());
+    }
+    // The end of the stream waits for the last verdict; its delivery calls this again.
+    if (t.detector.verdict_pending() || t.in_flight.load(std::memory_order_acquire) || t.deferred) return;
+  }
   Event eos;
   eos.type = EventType::kEndOfStream;
   eos.end_s = s.seconds(total);
@@ -264,15 +295,106 @@ void Worker::finish_stream(StreamSlot& s) {
 }
 
 void Worker::remove_stream(StreamSlot* s) {
-  std::shared_ptr<StreamSlot> last_ref;  // freed after the lock is released
   std::lock_guard lock(mu_);
   const auto it = std::find_if(streams_.begin(), streams_.end(),
                                [s](const std::shared_ptr<StreamSlot>& p) { return p.get() == s; });
   if (it == streams_.end()) return;
-  last_ref = std::move(*it);
+  s->retired.store(true, std::memory_order_relaxed);
+  retired_.push_back(std::move(*it));
   *it = std::move(streams_.back());
   streams_.pop_back();
   num_streams_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Worker::reap_retired() {
+  for (std::size_t i = 0; i < retired_.size();) {
+    // Not queued (no pointer to it in a ready queue) and no other owner (no turn request).
+    if (!retired_[i]->queued.load(std::memory_order_acquire) && retired_[i].use_count() == 1) {
+      retired_[i] = std::move(retired_.back());
+      retired_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+// --- end of turn ------------------------------------------------------------------------------
+
+void Worker::turn_frame(StreamSlot& s, const float* frame, std::size_t num_samples, float prob) {
+  TurnSlot& t = *s.turn;
+  const std::size_t cap = t.history.size();
+  for (std::size_t i = 0; i < num_samples; ++i) {
+    t.history[static_cast<std::size_t>(t.history_written + static_cast<std::int64_t>(i)) % cap] = frame[i];
+  }
+  t.history_written += static_cast<std::int64_t>(num_samples);
+  turn_actions(s, t.detector.push(prob));
+}
+
+void Worker::turn_mailbox(StreamSlot& s) {
+  TurnSlot& t = *s.turn;
+  const std::uint64_t id = t.verdict_id.exchange(0, std::memory_order_acquire);
+  if (id != 0) {
+    float probability = t.verdict_probability;
+    if (t.verdict_failed) {
+      {
+        std::lock_guard lock(s.error_mutex);
+        s.last_error = fmt::format("end-of-turn analysis {} of stream {} failed (see the log); the turn goes on", id, s.id);
+      }
+      Event ev;
+      ev.type = EventType::kError;
+      ev.error_code = ErrorCode::kRuntime;
+      s.emit(ev);
+      probability = 0.0f;  // as incomplete: the next pause or the timeout ends the turn
+    }
+    turn_actions(s, t.detector.verdict(id, probability));
+  }
+  if (t.deferred && !t.in_flight.load(std::memory_order_acquire)) {
+    t.deferred = false;
+    // Only if the detector still waits for it (speech may have resumed meanwhile).
+    if (t.detector.pending_request() == t.deferred_action.request_id) turn_submit(s, t.deferred_action);
+  }
+  if (s.segments_flushed && !s.finished) finish_stream(s);
+}
+
+void Worker::turn_actions(StreamSlot& s, const TurnActions& actions) {
+  for (const TurnAction& a : actions) {
+    if (a.kind == TurnAction::Kind::kAnalyze) {
+      turn_submit(s, a);
+      continue;
+    }
+    Event ev;
+    ev.type = a.kind == TurnAction::Kind::kTurnEnd ? EventType::kTurnEnd : EventType::kTurnIncomplete;
+    ev.turn_reason = a.reason;
+    ev.start_s = s.seconds(a.start_sample);
+    ev.end_s = s.seconds(a.end_sample);
+    ev.probability = a.probability;
+    s.emit(ev);
+  }
+}
+
+void Worker::turn_submit(StreamSlot& s, const TurnAction& action) {
+  TurnSlot& t = *s.turn;
+  // A cancelled request may still be with the pool (its buffer in use): wait for it.
+  if (t.in_flight.load(std::memory_order_acquire) || turns_ == nullptr) {
+    t.deferred = true;
+    t.deferred_action = action;
+    return;
+  }
+  const auto cap = static_cast<std::int64_t>(t.history.size());
+  const std::int64_t window = std::int64_t{8} * s.model_rate_hz;
+  const std::int64_t end = std::min(action.end_sample, t.history_written);
+  const std::int64_t begin = std::max({action.start_sample, end - window, t.history_written - cap, std::int64_t{0}});
+  const std::size_t first = static_cast<std::size_t>(begin % cap);
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, end - begin));
+  const std::size_t n_a = std::min(n, t.history.size() - first);
+  t.in_flight.store(true, std::memory_order_release);
+  if (!turns_->submit(s.shared_from_this(), action.request_id, s.model_rate_hz, t.history.data() + first, n_a,
+                      t.history.data(), n - n_a)) {
+    t.in_flight.store(false, std::memory_order_release);
+    t.deferred = true;  // every request slot is busy: retried on the next round
+    t.deferred_action = action;
+    requeue_.push_back(&s);
+  }
 }
 
 void Worker::overload_check(StreamSlot& s, std::int64_t queue_delay_ns) {

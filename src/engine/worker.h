@@ -18,6 +18,8 @@
 
 namespace brisvox::engine {
 
+class TurnPool;
+
 // Per-worker counters, read by Engine::stats() from any thread.
 struct WorkerCounters {
   std::atomic<std::uint64_t> frames{0};
@@ -36,7 +38,8 @@ struct WorkerCounters {
 
 class Worker {
  public:
-  Worker(int index, const EngineConfig& config, SileroVad vad);
+  // `turns` (may be null) runs the streams' end-of-turn analyses; it must outlive the worker.
+  Worker(int index, const EngineConfig& config, SileroVad vad, TurnPool* turns);
   ~Worker();  // stops and joins
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -78,6 +81,12 @@ class Worker {
   void process(int rate_index, std::size_t count);
   void finish_stream(StreamSlot& s);
   void remove_stream(StreamSlot* s);
+  void reap_retired();
+  // End-of-turn detection (streams with a TurnSlot).
+  void turn_frame(StreamSlot& s, const float* frame, std::size_t num_samples, float prob);
+  void turn_mailbox(StreamSlot& s);
+  void turn_actions(StreamSlot& s, const TurnActions& actions);
+  void turn_submit(StreamSlot& s, const TurnAction& action);
   void overload_check(StreamSlot& s, std::int64_t queue_delay_ns);
   void update_window(std::int64_t now);
 
@@ -93,6 +102,10 @@ class Worker {
   bool gathering_ = false;           // waiting to fill a batch (mu_)
   bool stop_ = false;                // (mu_)
   std::vector<std::shared_ptr<StreamSlot>> streams_;  // registry (mu_)
+  // Closed streams whose memory may still be referenced (a queued pointer, a turn request): freed
+  // by reap_retired() once neither holds. Worker thread only.
+  std::vector<std::shared_ptr<StreamSlot>> retired_;
+  TurnPool* turns_;
   std::atomic<int> num_streams_{0};
 
   // Batch staging, preallocated for max_batch.

@@ -51,6 +51,14 @@ struct EngineConfig {
   // refuse new streams rather than degrade the open ones.
   bool admission_control = true;
   SessionConfig session;
+
+  // End-of-turn detection (Smart Turn v3). Empty: off, and streams may not ask for it.
+  std::string turn_model;
+  int num_turn_workers = 1;    // threads that run Smart Turn (features + model), apart from VAD
+  int turn_max_batch = 4;      // analyses per Smart Turn run
+  int max_pending_turns = 16;  // analyses in flight across all streams (512 KiB of audio each)
+  SessionConfig turn_session;  // e.g. intra_op_threads for the turn model
+
   void validate() const;  // Error(kInvalidArgument) naming the field
 };
 
@@ -59,6 +67,14 @@ struct StreamConfig {
   int model_rate_hz = 0;       // 0: 8000 for 8 kHz input, else 16000
   SegmenterParams vad;
   bool emit_probabilities = false;  // a kVadProbability event per model frame
+  // kTurnEnd / kTurnIncomplete events (needs EngineConfig::turn_model). Keeps the last 9 s of
+  // audio for the stream (about 576 KiB at 16 kHz).
+  bool detect_turns = false;
+  TurnParams turn;
+  // Offline use (files, tests): hold the stream's frames while an analysis is pending, so that the
+  // result does not depend on how fast the analysis runs. Live streams leave it off: speech that
+  // resumes while an analysis runs cancels it, as in Pipecat.
+  bool turn_wait_for_verdict = false;
   int buffer_ms = 256;              // audio a stream may hold before push() refuses samples
   // Called on a worker thread whenever new events are ready to poll(); must be quick and must not
   // call into the engine (post a notification to your own loop). May be empty.
@@ -89,6 +105,11 @@ struct EngineStats {
   Distribution queue_delay;    // frame complete -> its batch starts
   Distribution inference;      // one Run (pack + run + unpack)
   Distribution added_latency;  // frame complete -> its events are available
+  std::uint64_t turn_analyses = 0;
+  std::uint64_t turn_errors = 0;
+  Distribution turn_latency;   // analysis requested -> verdict back to the stream
+  Distribution turn_features;  // log-mel of one turn
+  Distribution turn_inference; // one Smart Turn run (a batch)
 };
 
 class Engine;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "brisvox/error.h"
+#include "brisvox/models/turn/turn_detector.h"
 
 namespace brisvox {
 
@@ -15,6 +16,8 @@ enum class EventType : std::uint8_t {
   kOverload,         // the stream fell behind: backlog_ms of audio waited, or audio/events were refused
   kError,            // error_code; Stream::last_error() has the message
   kEndOfStream,      // after flush(): every event of the stream has been delivered
+  kTurnEnd,          // start_s, end_s (end of speech), probability (-1: none), turn_reason
+  kTurnIncomplete,   // start_s, end_s, probability: the speaker paused but has not finished
 };
 
 std::string_view to_string(EventType type) noexcept;
@@ -23,7 +26,8 @@ std::string_view to_string(EventType type) noexcept;
 struct Event {
   EventType type = EventType::kSpeechStart;
   ErrorCode error_code = ErrorCode::kInternal;  // kError only
-  float probability = 0.0f;                     // kVadProbability only
+  TurnAction::Reason turn_reason = TurnAction::Reason::kModel;  // kTurnEnd only
+  float probability = 0.0f;                     // kVadProbability, kTurn*
   double start_s = 0.0;
   double end_s = 0.0;
   std::int64_t frame_index = 0;                 // kVadProbability: index of the model frame

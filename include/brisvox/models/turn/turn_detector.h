@@ -79,6 +79,7 @@ class TurnDetector {
 
   State state() const noexcept { return state_; }
   bool verdict_pending() const noexcept { return state_ == State::kAwaitingVerdict; }
+  std::uint64_t pending_request() const noexcept { return pending_request_; }
   std::int64_t position_samples() const noexcept { return position_; }
   // The earliest sample an analysis may still ask for (the open turn's start), or the current
   // position when no turn is open: audio before it can be forgotten.
