@@ -41,6 +41,8 @@ bool drain_events(Job& job) {
           job.ended = true;
           job.end_s = e.end_s;
           break;
+        case EventType::kTurnEnd: job.result.turns.push_back({e.start_s, e.end_s, e.probability, e.turn_reason}); break;
+        case EventType::kTurnIncomplete: ++job.result.turn_incomplete_events; break;
         case EventType::kSpeechStart:
         case EventType::kOverload: break;  // a file feeder pushes only what fits: no refusals
       }

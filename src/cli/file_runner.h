@@ -19,6 +19,13 @@ struct FileResult {
   double duration_s = 0;
   std::vector<std::pair<double, double>> segments_s;
   std::vector<float> frame_probs;  // when requested
+  struct Turn {
+    double start_s = 0, end_s = 0;
+    float probability = -1.0f;  // -1: no verdict (a timeout before any analysis)
+    TurnAction::Reason reason = TurnAction::Reason::kModel;
+  };
+  std::vector<Turn> turns;         // with StreamConfig::detect_turns
+  int turn_incomplete_events = 0;
   std::optional<Error> error;      // set if the file failed; the other fields are then partial
 };
 

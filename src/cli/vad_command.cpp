@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "brisvox/engine/engine.h"
@@ -53,7 +54,25 @@ int run_vad(const VadOptions& o) {
   Engine engine(engine_config);  // the model is loaded before any file: a bad model fails once
   run_options.max_open = static_cast<std::size_t>(engine.num_workers() * engine_config.max_batch);
 
-  if (!o.output_dir.empty()) std::filesystem::create_directories(o.output_dir);
+  if (o.frame_probs && format != SegmentFormat::kJson) {
+    throw Error(ErrorCode::kInvalidArgument, "--frame-probs needs --format json (the other formats have no place for them)");
+  }
+  if (!o.output_dir.empty()) {
+    // Two inputs with the same stem would write the same output file: refuse before any work.
+    std::map<std::string, std::string> by_output;
+    for (const auto& file : o.files) {
+      const std::string name = std::filesystem::path(file).stem().string() + std::string(file_extension(format));
+      const auto [it, fresh] = by_output.emplace(name, file);
+      if (!fresh) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("'{}' and '{}' would both be written to '{}' in {}: process them in separate runs",
+                                it->second, file, name, o.output_dir));
+      }
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) throw Error(ErrorCode::kIo, fmt::format("cannot create output folder '{}': {}", o.output_dir, ec.message()));
+  }
   if (o.output_dir.empty()) write_header(stdout, format);
   ProgressBar progress(o.files.size(), !o.no_progress && o.files.size() > 1 && isatty(STDERR_FILENO));
   int failures = 0;
@@ -101,7 +120,7 @@ Command add_vad_command(CLI::App& app) {
       "Examples:\n"
       "  brisvox vad a.wav b.flac\n"
       "  brisvox vad --format audacity -o labels/ *.wav\n"
-      "  brisvox vad --threshold 0.6 --min-silence-ms 300 --max-speech-s 15 call.wav");
+      "  brisvox vad --threshold 0.6 --min-silence-ms 300 --max-speech-s 15 call.wav\n");
   app.add_option("files", o->files, "Audio files: WAV, FLAC, OGG (any rate, mixed to mono), or raw PCM")
       ->required();
   app.add_option("--format", o->format, "json, csv, rttm or audacity")->capture_default_str();

@@ -185,7 +185,7 @@ TEST_P(SileroVadReal, BatchInvariance) {
     }
     if (ids.empty()) continue;
     std::vector<float> probs(ids.size());
-    vad.run(ptrs, chunks, probs);
+    vad.run(rate, ptrs, chunks, probs);
     for (std::size_t k = 0; k < ids.size(); ++k) {
       const int s = ids[k];
       max_diff = std::max(max_diff, std::abs(probs[k] - alone[s][next_chunk[s]]));
