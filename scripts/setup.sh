@@ -151,4 +151,8 @@ if [[ ! -s $audio/sample.wav && -d $lv ]]; then
   verify "$audio/sample.wav" sample.wav
   log "sample recording: $audio/sample.wav"
 fi
+# Headless Chromium and playwright-core for the demo page's browser test.
+browser_flags=()
+[[ $do_apt == 1 ]] || browser_flags=(--no-apt)
+bash "$root/tests/browser/setup_browser.sh" "${browser_flags[@]}"
 log "done"

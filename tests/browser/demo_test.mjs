@@ -1,0 +1,234 @@
+// End-to-end test of the demo page (web/) in a real browser: Debian's chromium, driven by
+// playwright-core (both installed by tests/browser/setup_browser.sh), against `brisvox serve`.
+//
+//   node tests/browser/demo_test.mjs --brisvox build/release/brisvox --root .
+//
+// 1. Trims third_party/audio/sample.wav to 12 s (sox -D) in a temp dir, and asks
+//    `brisvox vad --format json` for its segments: the expected answer.
+// 2. Starts `brisvox serve --port 0 --token T` on loopback, reads the port from its "listening on"
+//    line. A first page load without ?token= must show the refusal and end in state 'closed'; the
+//    runs below pass ?token=T, which the page forwards to /v1/stream.
+// 3. Launches headless chromium with a fake microphone that plays that WAV
+//    (--use-file-for-fake-audio-capture; Chromium loops it, so the page is opened with
+//    ?autostop_s=12: it stops after sending 12 s of audio, and sends {"type":"close"}).
+// 4. Clicks Start, waits for window.brisvoxDemo.state === 'closed', and checks that the page shows
+//    the CLI's segments (same count, each start/end within 0.1 s) and measured latencies. Not
+//    bit-exact: Chromium's fake device converts the file to its capture format and the audio graph
+//    resamples it to the page's AudioContext, and the page starts sending a few ms after the
+//    device starts playing the file, so the model sees slightly shifted, resampled samples. Seen
+//    here: edges equal to the CLI's or one 32 ms frame off.
+// 5. Runs the page a second time with ?context_rate=native: the AudioContext at the device rate
+//    and the page's own resampler (web/worklet.js), with the same checks.
+// Screenshots go to $TMPDIR: brisvox_demo_page_refused.png (no token), brisvox_demo_page.png (after
+// the first run), _live.png (during it), _native.png (after the second).
+//
+// Missing chromium, playwright-core, sox or the sample is a FAILURE with a message saying how to
+// install them: CI installs them, so their absence is a set-up bug, not a reason to skip.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const TOLERANCE_S = 0.1;
+const CLIP_S = 12;
+const TOKEN = 'demo-test-token';
+
+function parseArgs(argv) {
+  const args = { brisvox: null, root: null, chromium: process.env.BRISVOX_CHROMIUM || '/usr/bin/chromium' };
+  for (let i = 0; i < argv.length; i++) {
+    const key = argv[i].replace(/^--/, '');
+    if (!(key in args) || i + 1 >= argv.length) die(`usage: demo_test.mjs --brisvox BIN --root SRC [--chromium BIN] (bad '${argv[i]}')`);
+    args[key] = argv[++i];
+  }
+  if (!args.brisvox || !args.root) die('usage: demo_test.mjs --brisvox BIN --root SRC [--chromium BIN]');
+  args.root = path.resolve(args.root);
+  return args;
+}
+
+function die(message) {
+  console.error(`browser.demo_page: FAIL: ${message}`);
+  process.exit(1);
+}
+
+function log(message) { console.log(`[demo_test] ${message}`); }
+
+const args = parseArgs(process.argv.slice(2));
+const setupHint = `run tests/browser/setup_browser.sh (or scripts/setup.sh) as root`;
+
+// --- prerequisites (missing = failure) -----------------------------------------------------------
+if (!fs.existsSync(args.chromium)) die(`chromium not found at ${args.chromium}: ${setupHint}`);
+const pwEntry = path.join(args.root, 'third_party/node_modules/playwright-core/index.mjs');
+if (!fs.existsSync(pwEntry)) die(`playwright-core not found at ${path.dirname(pwEntry)}: ${setupHint}`);
+const sample = path.join(args.root, 'third_party/audio/sample.wav');
+if (!fs.existsSync(sample)) die(`${sample} is missing: run scripts/setup.sh`);
+if (spawnSync('sox', ['--version']).status !== 0) die('sox is missing: run scripts/setup.sh (apt package sox)');
+if (!fs.existsSync(args.brisvox)) die(`brisvox binary not found: ${args.brisvox}`);
+const webDir = path.join(args.root, 'web');
+if (!fs.existsSync(path.join(webDir, 'index.html'))) die(`${webDir}/index.html is missing`);
+const { chromium } = await import(pathToFileURL(pwEntry).href);
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'brisvox-browser-'));
+const shotDir = process.env.TMPDIR || os.tmpdir();
+let server = null;
+let context = null;
+
+async function cleanup() {
+  if (context) await context.close().catch(() => {});
+  if (server && server.exitCode === null) server.kill('SIGTERM');
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(args.brisvox, ['serve', '--host', '127.0.0.1', '--port', '0', '--web-dir', webDir,
+                                       '--token', TOKEN],
+                        { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error(`no "listening on" line in 30 s; stderr:\n${stderr}`)), 30000);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr);
+      if (m) { clearTimeout(timer); resolve({ child, port: Number(m[1]), log: () => stderr }); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`brisvox serve exited (${code}):\n${stderr}`)); });
+    child.on('error', (e) => { clearTimeout(timer); reject(e); });
+  });
+}
+
+async function runPage(port, wav, query, shotName, liveShot) {
+  const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: args.chromium,
+    headless: true,
+    permissions: ['microphone'],
+    viewport: { width: 1000, height: 720 },
+    args: [
+      '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${wav}`,
+      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--autoplay-policy=no-user-gesture-required',
+    ],
+  });
+  try {
+    const page = context.pages()[0] || await context.newPage();
+    const consoleLines = [];
+    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+    await page.goto(`http://127.0.0.1:${port}/?${query}`);
+    await page.getByRole('button', { name: 'Start' }).click();
+    if (liveShot) {  // the scrolling view, mid-stream, for the record
+      await page.waitForFunction(() => window.brisvoxDemo.samplesSent >= 7 * 16000 || window.brisvoxDemo.state === 'closed',
+                                 null, { timeout: 30000 }).catch(() => {});
+      await page.screenshot({ path: path.join(shotDir, liveShot), fullPage: true });
+    }
+    try {
+      await page.waitForFunction(() => window.brisvoxDemo.state === 'closed', null, { timeout: 45000 });
+    } catch (e) {
+      const state = await page.evaluate(() => JSON.stringify(window.brisvoxDemo)).catch(() => '?');
+      throw new Error(`the page did not reach state 'closed': ${state}\nconsole:\n${consoleLines.join('\n')}`);
+    }
+    const result = await page.evaluate(() => {
+      const d = window.brisvoxDemo;
+      return {
+        state: d.state, segments: d.segments, latencies: d.latencies, error: d.error, closeCode: d.closeCode,
+        contextRate: d.contextRate, resampling: d.resampling, samplesSent: d.samplesSent,
+        listed: [...document.querySelectorAll('#segments li')].map((li) => li.textContent),
+        p50: document.getElementById('p50').textContent, p95: document.getElementById('p95').textContent,
+        status: document.getElementById('status').textContent,
+      };
+    });
+    if (shotName) {
+      result.screenshot = path.join(shotDir, shotName);
+      await page.screenshot({ path: result.screenshot, fullPage: true });
+    }
+    result.console = consoleLines;
+    return result;
+  } finally {
+    await context.close().catch(() => {});
+    context = null;
+  }
+}
+
+function check(name, result, expected) {
+  const problems = [];
+  if (result.error) problems.push(`the page reports an error: ${result.error}`);
+  if (result.closeCode !== 1000) problems.push(`close code ${result.closeCode}, expected 1000`);
+  if (result.samplesSent !== CLIP_S * 16000) problems.push(`sent ${result.samplesSent} samples, expected ${CLIP_S * 16000}`);
+  const got = result.segments;
+  if (got.length !== expected.length) {
+    problems.push(`${got.length} segments, the CLI finds ${expected.length}`);
+  } else {
+    expected.forEach((e, i) => {
+      const g = got[i];
+      if (Math.abs(g.start - e.start) > TOLERANCE_S || Math.abs(g.end - e.end) > TOLERANCE_S) {
+        problems.push(`segment ${i}: page ${g.start}-${g.end} vs CLI ${e.start}-${e.end} (tolerance ${TOLERANCE_S} s)`);
+      }
+    });
+  }
+  if (result.listed.length !== got.length) problems.push(`the list shows ${result.listed.length} items for ${got.length} segments`);
+  got.forEach((g, i) => {
+    if (!result.listed[i] || !result.listed[i].includes(g.start.toFixed(2)) || !result.listed[i].includes(g.end.toFixed(2))) {
+      problems.push(`list item ${i} '${result.listed[i]}' does not show ${g.start}-${g.end}`);
+    }
+  });
+  const lat = result.latencies;
+  // ~375 frames in 12 s; all but those completed by the final zero-padding have a latency.
+  if (lat.length < 300) problems.push(`only ${lat.length} latencies measured`);
+  if (!lat.every((x) => Number.isFinite(x) && x >= 0 && x < 5000)) problems.push('latencies out of range');
+  if (!/^\d+ ms$/.test(result.p50) || !/^\d+ ms$/.test(result.p95)) problems.push(`latency not shown: p50 '${result.p50}', p95 '${result.p95}'`);
+
+  const diffs = got.length === expected.length
+    ? expected.map((e, i) => Math.max(Math.abs(got[i].start - e.start), Math.abs(got[i].end - e.end))) : [];
+  log(`${name}: context ${result.contextRate} Hz (worklet resampling: ${result.resampling}), ` +
+      `${result.samplesSent / 16000} s sent, ${lat.length} latencies, shown p50 ${result.p50}, p95 ${result.p95}`);
+  log(`${name}: page segments ${JSON.stringify(got)}`);
+  if (diffs.length) log(`${name}: largest start/end difference to the CLI: ${(Math.max(...diffs) * 1000).toFixed(0)} ms`);
+  log(`${name}: screenshot ${result.screenshot}`);
+  if (problems.length) {
+    if (result.console.length) log(`${name}: browser console:\n  ${result.console.join('\n  ')}`);
+    for (const p of problems) console.error(`browser.demo_page: ${name}: ${p}`);
+  }
+  return problems.length === 0;
+}
+
+let ok = false;
+try {
+  const wav = path.join(tmp, 'speech.wav');
+  const sox = spawnSync('sox', ['-D', sample, '-r', '16000', '-c', '1', '-b', '16', wav, 'trim', '0', String(CLIP_S)], { encoding: 'utf8' });
+  if (sox.status !== 0) throw new Error(`sox failed: ${sox.stderr}`);
+  const vad = spawnSync(args.brisvox, ['vad', '--format', 'json', wav], { encoding: 'utf8' });
+  if (vad.status !== 0) throw new Error(`brisvox vad failed (${vad.status}): ${vad.stderr}`);
+  const expected = JSON.parse(vad.stdout).segments;
+  log(`CLI segments of the ${CLIP_S} s clip: ${JSON.stringify(expected)}`);
+  if (expected.length < 2) throw new Error('the clip should hold at least two segments');
+
+  server = await startServer();
+  log(`server on port ${server.port}`);
+  const runs = [
+    ['browser resampling', `autostop_s=${CLIP_S}&token=${TOKEN}`, 'brisvox_demo_page.png', 'brisvox_demo_page_live.png'],
+    ['page resampling', `autostop_s=${CLIP_S}&context_rate=native&token=${TOKEN}`, 'brisvox_demo_page_native.png', null],
+  ];
+  let passed = 0;
+  {
+    // Without ?token= the server refuses the stream: the page must say so and end the session.
+    const result = await runPage(server.port, wav, '', 'brisvox_demo_page_refused.png', null);
+    const refused = result.state === 'closed' && /refused/.test(result.error || '') && result.samplesSent === 0;
+    log(`no token: state ${result.state}, error shown: ${JSON.stringify(result.error)}`);
+    if (refused) passed++;
+    else console.error(`browser.demo_page: no token: expected a refused stream, got ${JSON.stringify(result)}`);
+  }
+  for (const [name, query, shot, liveShot] of runs) {
+    const result = await runPage(server.port, wav, query, shot, liveShot);
+    if (check(name, result, expected)) passed++;
+  }
+  console.log(`browser.demo_page: ${passed} passed, ${runs.length + 1 - passed} failed`);
+  ok = passed === runs.length + 1;
+  if (!ok) console.error(`server log:\n${server.log()}`);
+} catch (e) {
+  console.error(`browser.demo_page: FAIL: ${e && e.stack ? e.stack : e}`);
+} finally {
+  await cleanup();
+}
+process.exit(ok ? 0 : 1);
