@@ -1,0 +1,79 @@
+// `brisvox serve`: the engine as a network service (docs/PROTOCOL.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "brisvox/error.h"
+#include "cli/commands.h"
+#include "server/server.h"
+
+namespace brisvox::cli {
+namespace {
+
+struct ServeOptions {
+  server::ServerConfig config;
+  std::string models_dir;
+  std::string model = "v6";
+  int workers = 0;
+};
+
+int run_serve(ServeOptions& o) {
+  if (!o.models_dir.empty()) ::setenv("BRISVOX_MODELS_DIR", o.models_dir.c_str(), 1);
+  if (o.config.token.empty()) {
+    if (const char* token = std::getenv("BRISVOX_TOKEN"); token != nullptr) o.config.token = token;
+  }
+  o.config.engine.vad_model = o.model;
+  o.config.engine.num_workers = o.workers;
+  server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
+  std::fprintf(stderr, "brisvox serve: listening on %s\n", server.url().c_str());
+  std::fflush(stderr);
+  server.run();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  auto& c = o->config;
+  auto& l = c.limits;
+  app.footer(
+      "Endpoints (docs/PROTOCOL.md):\n"
+      "  GET  /v1/stream?sample_rate=16000&encoding=pcm_s16le   WebSocket: audio in, speech events out\n"
+      "  POST /v1/vad                                            an audio file in, its segments out\n"
+      "  GET  /healthz, GET /metrics (Prometheus), GET / (demo page)\n"
+      "Examples:\n"
+      "  brisvox serve\n"
+      "  brisvox serve --host 0.0.0.0 --port 8700 --token secret --allow-origin https://app.example.com\n"
+      "  curl --data-binary @call.wav http://127.0.0.1:8700/v1/vad");
+  app.add_option("--host", c.host, "Address to listen on")->capture_default_str();
+  app.add_option("--port", c.port, "Port; 0 picks a free one (printed on start)")->capture_default_str();
+  app.add_option("--models-dir", o->models_dir,
+                 "Folder of the bundled models (default: $BRISVOX_MODELS_DIR or the build's)");
+  app.add_option("--model", o->model, "v5, v6 (bundled) or the path of a Silero VAD .onnx")->capture_default_str();
+  app.add_option("--workers", o->workers, "Inference threads (default: one per core)");
+  app.add_option("--io-threads", c.io_threads, "Network threads (they never run inference)")->capture_default_str();
+  app.add_option("--max-streams", l.max_streams, "WebSocket streams open at once; more are refused with 503")
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", l.max_message_bytes, "Largest WebSocket message; larger closes with 1009")
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", l.max_body_bytes, "Largest POST /v1/vad body; larger gets 413")
+      ->capture_default_str();
+  app.add_option("--max-rate", l.max_rate,
+                 "Most audio a client may send, in x real time (after a 2 s burst); faster clients are paced")
+      ->capture_default_str();
+  app.add_option("--idle-timeout-s", l.idle_timeout_s, "Close a stream whose client sends nothing for this long")
+      ->capture_default_str();
+  app.add_option("--token", c.token, "Require this bearer token on /v1/* (default: $BRISVOX_TOKEN; none if unset)");
+  app.add_option("--allow-origin", c.allowed_origins,
+                 "A browser origin allowed besides this server's own pages (repeatable; '*' for any)");
+  app.add_option("--web-dir", c.web_dir, "Folder of the demo page (default: the source tree's web/)");
+  app.add_option("--drain-timeout-s", l.drain_timeout_s,
+                 "On SIGINT/SIGTERM, how long open streams get to deliver their final events")
+      ->capture_default_str();
+  return [o] { return run_serve(*o); };
+}
+
+}  // namespace brisvox::cli

@@ -1,0 +1,82 @@
+#include "server/messages.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace brisvox::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string ready_message(std::uint64_t session_id, const AudioRequest& request, int model_rate_hz,
+                          const ServerLimits& limits) {
+  const StreamConfig& s = request.stream;
+  const SegmenterParams& p = s.vad;
+  Json j;
+  j["type"] = "ready";
+  j["id"] = session_id;
+  Json c;
+  c["sample_rate"] = s.sample_rate_hz;
+  c["encoding"] = to_string(request.encoding);
+  c["model_rate"] = model_rate_hz;
+  c["events"] = s.emit_probabilities ? Json::array({"vad"}) : Json::array();
+  c["threshold"] = p.threshold;
+  c["neg_threshold"] = p.effective_neg_threshold();
+  c["min_speech_ms"] = p.min_speech_ms;
+  c["max_speech_s"] = p.max_speech_s;  // infinity (no limit) is printed as null
+  c["min_silence_ms"] = p.min_silence_ms;
+  c["speech_pad_ms"] = p.speech_pad_ms;
+  c["min_silence_at_max_speech_ms"] = p.min_silence_at_max_speech_ms;
+  c["use_max_poss_sil_at_max_speech"] = p.use_max_poss_sil_at_max_speech;
+  j["config"] = std::move(c);
+  Json l;
+  l["max_message_bytes"] = limits.max_message_bytes;
+  l["max_rate"] = limits.max_rate;
+  l["burst_s"] = limits.burst_s;
+  l["idle_timeout_s"] = limits.idle_timeout_s;
+  j["limits"] = std::move(l);
+  return dump(j);
+}
+
+std::string speech_start_message(double start_s) {
+  return fmt::format(R"({{"type":"speech_start","start":{}}})", start_s);
+}
+
+std::string speech_end_message(double start_s, double end_s) {
+  return fmt::format(R"({{"type":"speech_end","start":{},"end":{}}})", start_s, end_s);
+}
+
+std::string vad_message(double frame_start_s, float probability) {
+  return fmt::format(R"({{"type":"vad","t":{},"p":{}}})", frame_start_s, probability);
+}
+
+std::string overload_message(std::uint32_t backlog_ms, std::uint64_t rejected_samples, std::uint64_t dropped_messages) {
+  return fmt::format(R"({{"type":"overload","backlog_ms":{},"rejected_samples":{},"dropped_messages":{}}})", backlog_ms,
+                     rejected_samples, dropped_messages);
+}
+
+std::string error_message(std::string_view code, std::string_view message) {
+  Json j;
+  j["type"] = "error";
+  j["code"] = std::string(code);
+  j["message"] = std::string(message);
+  return dump(j);
+}
+
+std::string flushed_message(double end_s) { return fmt::format(R"({{"type":"flushed","end":{}}})", end_s); }
+
+std::string reset_message() { return R"({"type":"reset"})"; }
+
+std::string http_error_body(std::string_view code, std::string_view message) {
+  Json j;
+  j["error"]["code"] = std::string(code);
+  j["error"]["message"] = std::string(message);
+  return dump(j) + "\n";
+}
+
+}  // namespace brisvox::server

@@ -1,0 +1,31 @@
+// The JSON text messages the server sends on /v1/stream, one function per message type
+// (docs/PROTOCOL.md). Times are seconds of stream audio; numbers are printed in their shortest
+// exact form.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "server/query_params.h"
+#include "server/server_config.h"
+
+namespace brisvox::server {
+
+// {"type":"ready","id":..,"config":{..the effective stream config..},"limits":{..}}
+std::string ready_message(std::uint64_t session_id, const AudioRequest& request, int model_rate_hz,
+                          const ServerLimits& limits);
+std::string speech_start_message(double start_s);
+std::string speech_end_message(double start_s, double end_s);
+std::string vad_message(double frame_start_s, float probability);
+// backlog_ms: how far behind the engine was; rejected_samples: samples the engine refused at first
+// (held back and retried, never lost); dropped_messages: "vad" messages not sent to a slow reader.
+std::string overload_message(std::uint32_t backlog_ms, std::uint64_t rejected_samples, std::uint64_t dropped_messages);
+std::string error_message(std::string_view code, std::string_view message);
+std::string flushed_message(double end_s);
+std::string reset_message();
+
+// {"error":{"code":..,"message":..}}: the body of an HTTP error.
+std::string http_error_body(std::string_view code, std::string_view message);
+
+}  // namespace brisvox::server

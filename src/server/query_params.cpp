@@ -1,0 +1,174 @@
+#include "server/query_params.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "brisvox/error.h"
+
+namespace brisvox::server {
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%') {
+      if (i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0) {
+        fail(fmt::format("bad percent escape in query '{}'", s));
+      }
+      const int hi = hex_value(s[i + 1]);
+      const int lo = hex_value(s[i + 2]);
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+long long parse_int(const std::string& key, const std::string& value) {
+  long long v = 0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end) {
+    fail(fmt::format("query key '{}' must be an integer, got '{}'", key, value));
+  }
+  return v;
+}
+
+int parse_int_in(const std::string& key, const std::string& value, long long lo, long long hi) {
+  const long long v = parse_int(key, value);
+  if (v < lo || v > hi) fail(fmt::format("query key '{}' must be {} to {}, got {}", key, lo, hi, v));
+  return static_cast<int>(v);
+}
+
+double parse_double(const std::string& key, const std::string& value) {
+  double v = 0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end || std::isnan(v)) {
+    fail(fmt::format("query key '{}' must be a number, got '{}'", key, value));
+  }
+  return v;
+}
+
+bool parse_bool(const std::string& key, const std::string& value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  fail(fmt::format("query key '{}' must be true, false, 1 or 0, got '{}'", key, value));
+}
+
+}  // namespace
+
+std::string_view target_query(std::string_view target) {
+  const auto q = target.find('?');
+  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+}
+
+std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
+
+std::map<std::string, std::string> parse_query_string(std::string_view query) {
+  std::map<std::string, std::string> out;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;  // "a=1&&b=2"
+    const auto eq = pair.find('=');
+    std::string key = percent_decode(pair.substr(0, eq));
+    std::string value = eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
+    if (key.empty()) fail("empty key in query");
+    if (out.contains(key)) fail(fmt::format("query key '{}' is given twice", key));
+    out.emplace(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint) {
+  AudioRequest r;
+  r.stream.sample_rate_hz = 16000;
+  SegmenterParams& p = r.stream.vad;
+  for (const auto& [key, value] : parse_query_string(query)) {
+    if (key == "sample_rate") {
+      r.stream.sample_rate_hz = parse_int_in(key, value, 1, 768000);
+      r.sample_rate_given = true;
+    } else if (key == "encoding") {
+      r.encoding = parse_encoding(value);
+      r.encoding_given = true;
+    } else if (key == "model_rate") {
+      r.stream.model_rate_hz = parse_int_in(key, value, 0, 16000);
+      if (r.stream.model_rate_hz != 8000 && r.stream.model_rate_hz != 16000) {
+        fail(fmt::format("query key 'model_rate' must be 8000 or 16000, got {}", value));
+      }
+    } else if (key == "events") {
+      std::string_view list = value;
+      while (!list.empty()) {
+        const auto comma = list.find(',');
+        const std::string_view item = list.substr(0, comma);
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+        if (item == "vad") {
+          r.stream.emit_probabilities = true;
+        } else if (!item.empty()) {
+          fail(
+              fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad "
+                          "(speech_start, speech_end, overload and error are always sent)",
+                          item));
+        }
+      }
+    } else if (key == "token") {
+      // Checked by the access policy before the query is parsed.
+    } else if (key == "name" && endpoint == AudioEndpoint::kVad) {
+      r.name = value;
+    } else if (key == "threshold") {
+      p.threshold = parse_double(key, value);
+    } else if (key == "neg_threshold") {
+      p.neg_threshold = parse_double(key, value);
+    } else if (key == "min_speech_ms") {
+      p.min_speech_ms = parse_int_in(key, value, 0, std::numeric_limits<int>::max());
+    } else if (key == "max_speech_s") {
+      p.max_speech_s = parse_double(key, value);
+    } else if (key == "min_silence_ms") {
+      p.min_silence_ms = parse_int_in(key, value, 0, std::numeric_limits<int>::max());
+    } else if (key == "speech_pad_ms") {
+      p.speech_pad_ms = parse_int_in(key, value, 0, std::numeric_limits<int>::max());
+    } else if (key == "min_silence_at_max_speech_ms") {
+      p.min_silence_at_max_speech_ms = parse_int_in(key, value, 0, std::numeric_limits<int>::max());
+    } else if (key == "use_max_poss_sil_at_max_speech") {
+      p.use_max_poss_sil_at_max_speech = parse_bool(key, value);
+    } else {
+      fail(
+          fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
+                      "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
+                      "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech",
+                      key, endpoint == AudioEndpoint::kVad ? "name, " : ""));
+    }
+  }
+  if (endpoint == AudioEndpoint::kStream || r.encoding_given) {
+    if (!r.sample_rate_given && (r.encoding == SampleEncoding::kMulaw || r.encoding == SampleEncoding::kAlaw)) {
+      r.stream.sample_rate_hz = 8000;  // G.711 is 8 kHz unless said otherwise
+    } else if (!r.sample_rate_given && endpoint == AudioEndpoint::kVad) {
+      fail(fmt::format("headerless {} audio needs query key 'sample_rate'", to_string(r.encoding)));
+    }
+  }
+  // The segmenter's own checks name its fields, which are the query's keys.
+  p.validate();
+  r.stream.validate();
+  return r;
+}
+
+}  // namespace brisvox::server

@@ -1,0 +1,44 @@
+// Query strings of the audio endpoints: `/v1/stream?sample_rate=8000&encoding=mulaw&threshold=0.6`.
+//
+// Every key is checked: an unknown or repeated key, a malformed number or an out-of-range value is
+// an Error(kInvalidArgument) whose message names the key and the accepted values (the server
+// answers it with HTTP 400 "bad_request"). Values are percent-decoded ('+' is a space).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "brisvox/audio/pcm.h"
+#include "brisvox/engine/engine.h"
+
+namespace brisvox::server {
+
+// Splits and percent-decodes "a=1&b=x%20y" (the part after '?'). Error(kInvalidArgument) on a
+// repeated key, an empty key or a bad escape.
+std::map<std::string, std::string> parse_query_string(std::string_view query);
+
+// The part of a request target after '?' ("" if none), and the path before it.
+std::string_view target_query(std::string_view target);
+std::string_view target_path(std::string_view target);
+
+// What a client asked for, with every default filled in.
+struct AudioRequest {
+  StreamConfig stream;  // sample_rate_hz, model_rate_hz, vad, emit_probabilities
+  SampleEncoding encoding = SampleEncoding::kPcmS16le;
+  bool encoding_given = false;  // POST /v1/vad: the body is headerless PCM only when given
+  bool sample_rate_given = false;
+  std::string name = "request";  // POST /v1/vad: the "file" of the result
+};
+
+enum class AudioEndpoint { kStream, kVad };
+
+// Keys of both endpoints:
+//   sample_rate (1..768000; stream default 16000), encoding (pcm_s16le|pcm_f32le|mulaw|alaw;
+//   stream default pcm_s16le), model_rate (8000|16000), events (comma list: vad), token (checked
+//   elsewhere), and the segmenter's: threshold, neg_threshold, min_speech_ms, max_speech_s,
+//   min_silence_ms, speech_pad_ms, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech.
+// kVad also takes name (the "file" of the result).
+AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint);
+
+}  // namespace brisvox::server

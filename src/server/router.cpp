@@ -1,0 +1,142 @@
+#include "server/router.h"
+
+#include <fmt/format.h>
+
+#include <boost/beast/version.hpp>
+#include <nlohmann/json.hpp>
+
+#include "brisvox/runtime/runtime_info.h"
+#include "server/access_policy.h"
+#include "server/messages.h"
+#include "server/query_params.h"
+#include "server/static_files.h"
+
+namespace brisvox::server {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+Response make_response(const Request& request, http::status status, std::string_view content_type, std::string body) {
+  Response res{status, request.version()};
+  res.set(http::field::server, "brisvox/" BRISVOX_VERSION);
+  res.set(http::field::content_type, boost::beast::string_view(content_type.data(), content_type.size()));
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(request.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+Response health_response(ServerContext& ctx, const Request& request) {
+  const bool draining = ctx.draining.load();
+  nlohmann::ordered_json j;
+  j["status"] = draining ? "draining" : "ok";
+  j["version"] = BRISVOX_VERSION;
+  j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+  j["workers"] = ctx.engine.num_workers();
+  j["streams"] = ctx.streams_open.load();
+  j["max_streams"] = ctx.config.limits.max_streams;
+  return make_response(request, draining ? http::status::service_unavailable : http::status::ok, "application/json",
+                       j.dump() + "\n");
+}
+
+Response metrics_response(ServerContext& ctx, const Request& request) {
+  return make_response(request, http::status::ok, kPrometheusContentType,
+                       render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes()));
+}
+
+Response static_response(ServerContext& ctx, const Request& request) {
+  const std::string& dir = ctx.config.web_dir.empty() ? default_web_dir() : ctx.config.web_dir;
+  StaticFile file = serve_static_file(dir, target_path(to_sv(request.target())));
+  auto res = make_response(request, static_cast<http::status>(file.status), file.content_type, std::move(file.body));
+  res.set(http::field::cache_control, "no-cache");
+  return res;
+}
+
+}  // namespace
+
+Route route_for(const Request& request) {
+  const std::string_view path = target_path(to_sv(request.target()));
+  const http::verb method = request.method();
+  auto only = [&](http::verb allowed, Route route) { return method == allowed ? route : Route::kMethodNotAllowed; };
+  if (path == "/healthz") return only(http::verb::get, Route::kHealth);
+  if (path == "/metrics") return only(http::verb::get, Route::kMetrics);
+  if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
+  if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
+  if (path.starts_with("/v1/")) return Route::kNotFound;
+  return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
+}
+
+Response error_response(const Request& request, http::status status, std::string_view code, std::string_view message) {
+  return make_response(request, status, "application/json", http_error_body(code, message));
+}
+
+std::optional<Response> check_access(ServerContext& ctx, const Request& request) {
+  if (!token_ok(ctx.config.token, to_sv(request[http::field::authorization]), target_query(to_sv(request.target())))) {
+    ctx.metrics.count_error("unauthorized");
+    auto res = error_response(request, http::status::unauthorized, "unauthorized",
+                              "this server needs a token: send 'Authorization: Bearer <token>' or add ?token=<token>");
+    res.set(http::field::www_authenticate, "Bearer");
+    return res;
+  }
+  if (!origin_ok(ctx.config.allowed_origins, to_sv(request[http::field::origin]), to_sv(request[http::field::host]))) {
+    ctx.metrics.count_error("forbidden_origin");
+    return error_response(request, http::status::forbidden, "forbidden_origin",
+                          fmt::format("origin '{}' may not use this server; start it with --allow-origin {}",
+                                      to_sv(request[http::field::origin]), to_sv(request[http::field::origin])));
+  }
+  return std::nullopt;
+}
+
+void add_cors_headers(const ServerContext& ctx, const Request& request, Response& response) {
+  const std::string_view origin = to_sv(request[http::field::origin]);
+  if (origin.empty() || !origin_ok(ctx.config.allowed_origins, origin, to_sv(request[http::field::host]))) return;
+  response.set(http::field::access_control_allow_origin, request[http::field::origin]);
+  response.set(http::field::vary, "Origin");
+}
+
+Response immediate_response(ServerContext& ctx, const Request& request, Route route) {
+  switch (route) {
+    case Route::kHealth:
+      return health_response(ctx, request);
+    case Route::kMetrics:
+      return metrics_response(ctx, request);
+    case Route::kStatic: {
+      auto res = static_response(ctx, request);
+      if (request.method() == http::verb::head) {
+        const auto size = res.body().size();
+        res.body().clear();
+        res.content_length(size);
+      }
+      return res;
+    }
+    case Route::kStream:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/stream is a WebSocket endpoint: connect with a WebSocket client");
+    case Route::kPreflight: {
+      // A preflight carries no credentials: only the origin is checked here.
+      if (!origin_ok(ctx.config.allowed_origins, to_sv(request[http::field::origin]),
+                     to_sv(request[http::field::host]))) {
+        return error_response(request, http::status::forbidden, "forbidden_origin", "origin not allowed");
+      }
+      auto res = make_response(request, http::status::no_content, "text/plain", "");
+      add_cors_headers(ctx, request, res);
+      res.set(http::field::access_control_allow_methods, "POST, OPTIONS");
+      res.set(http::field::access_control_allow_headers, "Authorization, Content-Type");
+      res.set(http::field::access_control_max_age, "600");
+      return res;
+    }
+    case Route::kMethodNotAllowed:
+      return error_response(
+          request, http::status::method_not_allowed, "bad_request",
+          fmt::format("{} is not allowed on {}", to_sv(request.method_string()), target_path(to_sv(request.target()))));
+    case Route::kNotFound:
+    case Route::kVad:  // answered by the job; never here
+      break;
+  }
+  return error_response(request, http::status::not_found, "not_found",
+                        fmt::format("no endpoint {}; see docs/PROTOCOL.md", target_path(to_sv(request.target()))));
+}
+
+}  // namespace brisvox::server

@@ -1,0 +1,43 @@
+// HTTP routing: which endpoint a request is for, and the answers that need no waiting.
+//
+//   GET  /healthz      200 {"status":"ok",...} (503 {"status":"draining"} while shutting down)
+//   GET  /metrics      Prometheus text format 0.0.4
+//   GET  /v1/stream    WebSocket upgrade (ws_session.h); without an upgrade: 426
+//   POST /v1/vad       speech segments of an audio file (vad_request.h)
+//   GET  /, /<file>    the demo page (static_files.h)
+// Errors are JSON: {"error":{"code":"...","message":"..."}}.
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <optional>
+#include <string_view>
+
+#include "server/server_context.h"
+
+namespace brisvox::server {
+
+using Request = boost::beast::http::request<boost::beast::http::string_body>;
+using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+// Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
+inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+enum class Route { kHealth, kMetrics, kStream, kVad, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+
+Route route_for(const Request& request);
+
+// A JSON error answer for `request` (keep-alive as the request asks).
+Response error_response(const Request& request, boost::beast::http::status status, std::string_view code,
+                        std::string_view message);
+
+// Token and Origin checks of the /v1/ endpoints: the refusal (401, 403), or nothing.
+std::optional<Response> check_access(ServerContext& ctx, const Request& request);
+
+// The answer of every route except kStream with an upgrade and kVad (they wait for the engine).
+Response immediate_response(ServerContext& ctx, const Request& request, Route route);
+
+// Headers that let an allowed cross-origin page read the answer (none for same-origin pages).
+void add_cors_headers(const ServerContext& ctx, const Request& request, Response& response);
+
+}  // namespace brisvox::server

@@ -1,0 +1,136 @@
+#include "server/server.h"
+
+#include <boost/asio/post.hpp>
+#include <csignal>
+#include <thread>
+#include <vector>
+
+#include "server/listener.h"
+#include "server/server_context.h"
+#include "server/server_log.h"
+
+namespace brisvox::server {
+
+namespace net = boost::asio;
+
+namespace {
+
+constexpr auto kDrainPoll = std::chrono::milliseconds(20);
+
+EngineConfig engine_config_for(const ServerConfig& config) {
+  EngineConfig ec = config.engine;
+  // A flush or a reset opens the session's next engine stream before the worker has released the
+  // previous one, and POST /v1/vad requests take streams too: room for both beyond max_streams.
+  ec.max_streams = std::max(ec.max_streams, 2 * config.limits.max_streams + config.job_threads);
+  return ec;
+}
+
+}  // namespace
+
+Server::Server(const ServerConfig& config)
+    : config_((config.validate(), config)),
+      engine_(std::make_unique<Engine>(engine_config_for(config_))),
+      jobs_(static_cast<std::size_t>(config_.job_threads)),
+      ctx_(std::make_unique<ServerContext>(config_, *engine_, jobs_)),
+      ioc_(config_.io_threads),
+      strand_(net::make_strand(ioc_)),
+      signals_(strand_, SIGINT, SIGTERM),
+      drain_timer_(strand_) {
+  listener_ = std::make_shared<Listener>(ioc_, config_.host, config_.port, *ctx_);
+}
+
+Server::~Server() {
+  ioc_.stop();
+  ctx_->aborting.store(true);
+  jobs_.join();
+  ctx_->gate->close();
+}
+
+int Server::port() const noexcept { return listener_->port(); }
+std::string Server::url() const { return listener_->url(); }
+
+void Server::run() {
+  wait_for_signal();
+  listener_->start();
+  std::vector<std::thread> threads;
+  for (int i = 1; i < config_.io_threads; ++i) threads.emplace_back([this] { run_io(); });
+  run_io();
+  for (auto& t : threads) t.join();
+  // Every connection handler has returned. Jobs finish (or give up), then no engine worker may
+  // post to the io_context any more; its destruction (with the Server) closes what is left.
+  ctx_->aborting.store(true);
+  jobs_.join();
+  ctx_->gate->close();
+}
+
+void Server::run_io() {
+  // A handler that throws (out of memory, a bug) costs its connection, not the server.
+  while (true) {
+    try {
+      ioc_.run();
+      return;
+    } catch (const std::exception& e) {
+      log_server("internal error in a connection handler: {}", e.what());
+    }
+  }
+}
+
+void Server::stop() {
+  net::post(strand_, [this] { begin_drain(); });
+}
+
+void Server::wait_for_signal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int signal_number) {
+    if (ec) return;
+    log_server("{} received", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    begin_drain();
+    wait_for_signal();  // a second signal stops at once
+  });
+}
+
+void Server::begin_drain() {
+  if (ctx_->draining.exchange(true)) {
+    log_server("stopping now");
+    shut_down_now();
+    return;
+  }
+  listener_->stop();
+  const auto sessions = ctx_->sessions.snapshot();
+  log_server("draining: {} streams, {} requests, up to {} s", sessions.size(), ctx_->jobs_in_flight.load(),
+             config_.limits.drain_timeout_s);
+  for (const auto& s : sessions) s->go_away();
+  drain_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(config_.limits.drain_timeout_s);
+  check_drained();
+}
+
+void Server::check_drained() {
+  if (ctx_->sessions.size() == 0 && ctx_->jobs_in_flight.load() == 0) {
+    log_server("drained, exiting");
+    ioc_.stop();
+    return;
+  }
+  if (std::chrono::steady_clock::now() >= drain_deadline_) {
+    log_server("drain timeout: dropping {} streams, {} requests", ctx_->sessions.size(), ctx_->jobs_in_flight.load());
+    shut_down_now();
+    return;
+  }
+  drain_timer_.expires_after(kDrainPoll);
+  drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) check_drained();
+  });
+}
+
+void Server::shut_down_now() {
+  if (aborted_) {
+    ioc_.stop();
+    return;
+  }
+  aborted_ = true;
+  ctx_->aborting.store(true);
+  for (const auto& s : ctx_->sessions.snapshot()) s->abort();
+  // Give the aborts a moment to run on their strands, then stop.
+  drain_timer_.expires_after(std::chrono::milliseconds(100));
+  drain_timer_.async_wait([this](const boost::system::error_code&) { ioc_.stop(); });
+}
+
+}  // namespace brisvox::server

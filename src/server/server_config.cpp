@@ -1,0 +1,65 @@
+#include "server/server_config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "brisvox/error.h"
+
+#ifndef BRISVOX_WEB_DIR
+#define BRISVOX_WEB_DIR "web"
+#endif
+
+namespace brisvox::server {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+}  // namespace
+
+std::string default_web_dir() { return BRISVOX_WEB_DIR; }
+
+void ServerConfig::validate() const {
+  require(!host.empty(), "--host must not be empty");
+  require(port >= 0 && port <= 65535, fmt::format("--port must be 0 (any free port) to 65535, got {}", port));
+  require(io_threads >= 1 && io_threads <= 256, fmt::format("--io-threads must be 1 to 256, got {}", io_threads));
+  require(job_threads >= 1 && job_threads <= 256, fmt::format("job_threads must be 1 to 256, got {}", job_threads));
+  const ServerLimits& l = limits;
+  require(l.max_streams >= 1 && l.max_streams <= 100000,
+          fmt::format("--max-streams must be 1 to 100000, got {}", l.max_streams));
+  require(l.max_message_bytes >= 64 && l.max_message_bytes <= (std::size_t{1} << 30),
+          fmt::format("--max-message-bytes must be 64 to 1073741824, got {}", l.max_message_bytes));
+  require(l.max_control_bytes >= 64, fmt::format("max_control_bytes must be at least 64, got {}", l.max_control_bytes));
+  require(l.max_body_bytes >= 1024 && l.max_body_bytes <= (std::size_t{16} << 30),
+          fmt::format("--max-body-bytes must be 1024 to 17179869184, got {}", l.max_body_bytes));
+  require(std::isfinite(l.max_rate) && l.max_rate >= 1.0 && l.max_rate <= 10000.0,
+          fmt::format("--max-rate must be 1 to 10000 (times real time), got {}", l.max_rate));
+  require(std::isfinite(l.burst_s) && l.burst_s >= 0.1 && l.burst_s <= 600,
+          fmt::format("burst_s must be 0.1 to 600, got {}", l.burst_s));
+  require(l.pending_ms >= 100 && l.pending_ms <= 60000,
+          fmt::format("pending_ms must be 100 to 60000, got {}", l.pending_ms));
+  require(l.pending_timeout_ms >= 100,
+          fmt::format("pending_timeout_ms must be at least 100, got {}", l.pending_timeout_ms));
+  require(l.idle_timeout_s >= 1 && l.idle_timeout_s <= 86400,
+          fmt::format("--idle-timeout-s must be 1 to 86400, got {}", l.idle_timeout_s));
+  require(l.send_queue_messages >= 16,
+          fmt::format("send_queue_messages must be at least 16, got {}", l.send_queue_messages));
+  require(l.send_queue_bytes >= 4096,
+          fmt::format("send_queue_bytes must be at least 4096, got {}", l.send_queue_bytes));
+  require(l.ws_send_buffer_bytes >= 4096,
+          fmt::format("ws_send_buffer_bytes must be at least 4096, got {}", l.ws_send_buffer_bytes));
+  require(l.drain_timeout_s >= 0 && l.drain_timeout_s <= 3600,
+          fmt::format("--drain-timeout-s must be 0 to 3600, got {}", l.drain_timeout_s));
+  require(l.close_timeout_ms >= 10, fmt::format("close_timeout_ms must be at least 10, got {}", l.close_timeout_ms));
+  require(l.http_timeout_s >= 1, fmt::format("http_timeout_s must be at least 1, got {}", l.http_timeout_s));
+  require(l.engine_buffer_ms >= 64 && l.engine_buffer_ms <= 60000,
+          fmt::format("engine_buffer_ms must be 64 to 60000, got {}", l.engine_buffer_ms));
+  for (const auto& origin : allowed_origins) {
+    require(!origin.empty(), "--allow-origin must not be empty (use '*' to allow any origin)");
+  }
+  engine.validate();
+}
+
+}  // namespace brisvox::server

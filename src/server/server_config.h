@@ -1,0 +1,70 @@
+// Configuration of `brisvox serve`: where it listens, the engine it runs, who may connect, and the
+// limits that keep one client from hurting the others. Plain structs with defaults; units in the
+// names; validate() names the first bad field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "brisvox/engine/engine.h"
+
+namespace brisvox::server {
+
+struct ServerLimits {
+  int max_streams = 1000;                              // WebSocket streams open at once; 503 beyond
+  std::size_t max_message_bytes = 1 << 20;             // one WebSocket message (audio or control); 1009 beyond
+  std::size_t max_control_bytes = 64 << 10;            // one text (control) message, at most max_message_bytes
+  std::size_t max_body_bytes = std::size_t{64} << 20;  // POST /v1/vad body; 413 beyond
+  // A client may not send audio faster than max_rate x real time, measured with a token bucket
+  // that holds burst_s of audio: any window of T seconds may carry max_rate * T + burst_s seconds
+  // of audio. A faster client is paced (the server stops reading its socket), not cut off.
+  double max_rate = 4.0;
+  double burst_s = 2.0;
+  // Audio read from the socket that the engine stream has not taken yet. Reading pauses while
+  // any is held; more than this ends the session with "rate_limited" (a safety net: the session
+  // reads about 250 ms at a time, so it holds at most that much).
+  int pending_ms = 2000;
+  // Held audio that the engine does not take for this long ends the session ("overloaded", 1013).
+  int pending_timeout_ms = 10000;
+  int idle_timeout_s = 30;  // no message from the client for this long: "idle_timeout", 1008
+  // Outgoing messages waiting for a slow reader. Per-frame "vad" messages are dropped (counted,
+  // then reported in an overload message) once half of either bound is used; speech events that
+  // would overflow the bound close the session with 1008 "slow reader".
+  std::size_t send_queue_messages = 1000;
+  std::size_t send_queue_bytes = 1 << 20;
+  // Kernel send buffer of a WebSocket connection (SO_SNDBUF). Events are small: 64 KiB carries
+  // thousands, and it keeps a slow reader's backlog in the bounded, counted queue above instead
+  // of in kernel memory that Linux would otherwise grow to megabytes per connection.
+  int ws_send_buffer_bytes = 64 << 10;
+  int drain_timeout_s = 5;      // SIGINT/SIGTERM: time open streams get to finish
+  int close_timeout_ms = 3000;  // a close handshake the peer does not answer: drop the socket
+  int http_timeout_s = 30;      // reading one HTTP request
+  // StreamConfig::buffer_ms of the engine streams. Small on purpose: audio pushed ahead of the
+  // workers waits in the engine and counts as queue delay (which drives admission control), while
+  // audio held by the session does not.
+  int engine_buffer_ms = 256;
+};
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8700;      // 0: any free port (Server::port() says which)
+  int io_threads = 1;   // network threads (never run inference)
+  int job_threads = 2;  // POST /v1/vad requests decoded and fed at once (they wait, never infer)
+  EngineConfig engine;  // max_streams is raised to fit limits.max_streams
+  std::string token;    // non-empty: /v1/* needs "Authorization: Bearer <token>" or ?token=
+  // Origins a browser may connect from besides pages of this server (whose Origin's host:port
+  // equals the Host header): "https://app.example.com", or "*" for any. Requests without an
+  // Origin header (non-browser clients) are always allowed.
+  std::vector<std::string> allowed_origins;
+  std::string web_dir;  // the demo page's folder; empty: the source tree's web/ (compiled in)
+  ServerLimits limits;
+
+  void validate() const;  // Error(kInvalidArgument) naming the field
+};
+
+// The web/ folder of the source tree this server was built from.
+std::string default_web_dir();
+
+}  // namespace brisvox::server

@@ -1,0 +1,37 @@
+// What every connection shares: the configuration, the engine, the counters, the open sessions
+// and the shutdown state. Owned by Server, which outlives every connection.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "brisvox/engine/engine.h"
+#include "server/metrics.h"
+#include "server/post_gate.h"
+#include "server/server_config.h"
+#include "server/session_registry.h"
+
+namespace brisvox::server {
+
+struct ServerContext {
+  ServerContext(const ServerConfig& server_config, Engine& server_engine, boost::asio::thread_pool& job_pool)
+      : config(server_config), engine(server_engine), jobs(job_pool) {}
+
+  const ServerConfig& config;
+  Engine& engine;
+  boost::asio::thread_pool& jobs;  // POST /v1/vad: decoding and feeding (waits, never infers)
+  ServerMetrics metrics;
+  SessionRegistry sessions;
+  std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
+  std::atomic<std::uint64_t> next_session_id{1};
+  std::atomic<int> streams_open{0};  // WebSocket sessions admitted (limits.max_streams)
+  std::atomic<int> jobs_in_flight{0};
+  std::atomic<bool> draining{false};  // SIGINT/SIGTERM: no new streams or requests
+  std::atomic<bool> aborting{false};  // the drain deadline passed: jobs give up
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+
+}  // namespace brisvox::server

@@ -1,0 +1,32 @@
+// POST /v1/vad: speech segments of one audio file sent as the request body.
+//
+// The body is a file libsndfile recognises by its content (WAV, FLAC, OGG, ...), or headerless
+// PCM when the query gives encoding= (and sample_rate= for pcm_s16le/pcm_f32le). The audio goes
+// through the engine as one stream, exactly as `brisvox vad` does, and the answer is the JSON
+// object `brisvox vad --format json` prints for a file, with "file" = ?name= (default "request").
+// Runs on a job thread: it waits for the engine, never on a network thread.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+
+#include "brisvox/engine/engine.h"
+
+namespace brisvox::server {
+
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::string error_code;  // for the error counter; empty on success
+};
+
+// `abort` set: give up (the server is stopping) with 503.
+HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_view query,
+                           const std::atomic<bool>& abort);
+
+// The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).
+int http_status_for(ErrorCode code);
+
+}  // namespace brisvox::server

@@ -1,0 +1,554 @@
+#include "server/ws_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/version.hpp>
+#include <boost/beast/websocket/error.hpp>
+#include <cmath>
+
+#include "brisvox/error.h"
+#include "server/control_message.h"
+#include "server/messages.h"
+#include "server/server_log.h"
+
+namespace brisvox::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Close codes (RFC 6455 section 7.4.1).
+constexpr std::uint16_t kCloseNormal = 1000;
+constexpr std::uint16_t kCloseGoingAway = 1001;
+constexpr std::uint16_t kCloseBadData = 1007;
+constexpr std::uint16_t kClosePolicy = 1008;
+constexpr std::uint16_t kCloseTooBig = 1009;
+constexpr std::uint16_t kCloseInternal = 1011;
+constexpr std::uint16_t kCloseTryLater = 1013;
+
+// How often held audio is retried when no engine progress wakes the session first. A frame is
+// 32 ms; 5 ms keeps the added delay small without spinning.
+constexpr auto kRetryInterval = std::chrono::milliseconds(5);
+
+// A resampled stream's flush() waits for room for the resampler's tail: flush only once this much
+// model-rate room is free, so that it never waits on the strand.
+constexpr double kFlushRoomSamples = 2048;
+
+std::size_t read_chunk_bytes(const AudioRequest& r) {
+  const double quarter_second =
+      static_cast<double>(bytes_per_sample(r.encoding)) * static_cast<double>(r.stream.sample_rate_hz) / 4.0;
+  return static_cast<std::size_t>(std::clamp(quarter_second, 512.0, 65536.0));
+}
+
+std::string truncate_reason(std::string reason) {
+  if (reason.size() > 120) reason.resize(120);  // a close frame's reason is at most 123 bytes
+  return reason;
+}
+
+}  // namespace
+
+WsSession::WsSession(beast::tcp_stream&& socket, ServerContext& ctx, AudioRequest request, Stream stream,
+                     std::shared_ptr<StreamWakeup> wakeup, std::string peer)
+    : ws_(std::move(socket)),
+      ctx_(ctx),
+      request_(std::move(request)),
+      id_(ctx.next_session_id.fetch_add(1)),
+      peer_(std::move(peer)),
+      stream_(std::move(stream)),
+      wakeup_(std::move(wakeup)),
+      model_rate_hz_(request_.stream.model_rate_hz != 0 ? request_.stream.model_rate_hz
+                                                        : (request_.stream.sample_rate_hz == 8000 ? 8000 : 16000)),
+      decoder_(request_.encoding, request_.stream.sample_rate_hz),
+      rate_(ctx.config.limits.max_rate, ctx.config.limits.burst_s),
+      queue_(ctx.config.limits.send_queue_messages, ctx.config.limits.send_queue_bytes),
+      read_chunk_bytes_(read_chunk_bytes(request_)),
+      retry_timer_(ws_.get_executor()),
+      idle_timer_(ws_.get_executor()),
+      close_timer_(ws_.get_executor()) {
+  read_buf_.resize(read_chunk_bytes_);
+  decoded_.resize(decoder_.max_samples_for(read_chunk_bytes_));
+  const auto limit = static_cast<std::size_t>(static_cast<double>(request_.stream.sample_rate_hz) *
+                                              ctx.config.limits.pending_ms / 1000.0);
+  pending_limit_samples_ = std::max(limit, 2 * decoded_.size());
+  pending_.reserve(pending_limit_samples_);
+}
+
+WsSession::~WsSession() {
+  if (wakeup_) wakeup_->detach();
+  stream_.close();
+  ctx_.streams_open.fetch_sub(1);
+}
+
+void WsSession::start(beast::http::request<beast::http::string_body> upgrade) {
+  wakeup_->attach(weak_from_this());
+  beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts apply from here
+  beast::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().set_option(
+      net::socket_base::send_buffer_size(ctx_.config.limits.ws_send_buffer_bytes), ignored);
+  websocket::stream_base::timeout timeouts{};
+  timeouts.handshake_timeout = std::chrono::seconds(10);
+  timeouts.idle_timeout = websocket::stream_base::none();
+  timeouts.keep_alive_pings = false;
+  ws_.set_option(timeouts);
+  ws_.set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& res) { res.set(beast::http::field::server, "brisvox/" BRISVOX_VERSION); }));
+  ws_.read_message_max(0);  // the session counts message bytes itself (it reads in chunks)
+  ws_.auto_fragment(false);
+  ws_.control_callback([this](websocket::frame_type, beast::string_view) { last_activity_ = Clock::now(); });
+  ws_.async_accept(upgrade, beast::bind_front_handler(&WsSession::on_accept, shared_from_this()));
+}
+
+void WsSession::on_accept(beast::error_code ec) {
+  if (ec) {
+    finish(fmt::format("handshake failed: {}", ec.message()));
+    return;
+  }
+  phase_ = Phase::kOpen;
+  ctx_.sessions.add(id_, weak_from_this());
+  ctx_.metrics.websocket_sessions_active.fetch_add(1);
+  ctx_.metrics.websocket_sessions_total.fetch_add(1);
+  log_server("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
+             to_string(request_.encoding), model_rate_hz_, request_.stream.emit_probabilities ? ", events=vad" : "");
+  send(ready_message(id_, request_, model_rate_hz_, ctx_.config.limits));
+  last_activity_ = Clock::now();
+  arm_idle_timer();
+  if (ctx_.draining.load()) go_away();
+  read_more();
+}
+
+// --- reading -------------------------------------------------------------------------------
+
+void WsSession::read_more() {
+  if (reading_ || phase_ != Phase::kOpen || end_ != EndRequest::kNone) return;
+  if (pending_begin_ < pending_.size()) {
+    arm_retry(kRetryInterval);
+    return;
+  }
+  const auto wait = rate_.wait_time();
+  if (wait.count() > 0) {
+    arm_retry(wait);
+    return;
+  }
+  reading_ = true;
+  ws_.async_read_some(net::buffer(read_buf_.data(), read_chunk_bytes_),
+                      beast::bind_front_handler(&WsSession::on_read, shared_from_this()));
+}
+
+void WsSession::on_read(beast::error_code ec, std::size_t bytes) {
+  reading_ = false;
+  if (ec) {
+    if (phase_ == Phase::kClosing) {
+      // The close handshake owns the connection now: its handler or the close timer finishes.
+    } else if (ec == websocket::error::closed) {
+      const auto& reason = ws_.reason();
+      finish(fmt::format("closed by the client (code {}{}{})", static_cast<int>(reason.code),
+                         reason.reason.empty() ? "" : ": ", reason.reason.c_str()));
+    } else {
+      finish(fmt::format("connection lost: {}", ec.message()));
+    }
+    return;
+  }
+  last_activity_ = Clock::now();
+  if (phase_ != Phase::kOpen || end_ == EndRequest::kClose) return;  // ending: input is ignored
+  message_bytes_ += bytes;
+  const bool text = ws_.got_text();
+  const auto& limits = ctx_.config.limits;
+  if (message_bytes_ > limits.max_message_bytes || (text && message_bytes_ > limits.max_control_bytes)) {
+    fail("message_too_large", kCloseTooBig,
+         fmt::format("a {} message is larger than {} bytes ({})", text ? "text" : "binary",
+                     text ? std::min(limits.max_control_bytes, limits.max_message_bytes) : limits.max_message_bytes,
+                     text ? "control messages are small JSON objects" : "send audio in smaller messages"));
+    return;
+  }
+  if (text) {
+    text_buf_.append(reinterpret_cast<const char*>(read_buf_.data()), bytes);
+    if (ws_.is_message_done()) {
+      const std::string message = std::move(text_buf_);
+      text_buf_.clear();
+      message_bytes_ = 0;
+      handle_control(message);
+    }
+  } else {
+    handle_audio(std::span(read_buf_.data(), bytes));
+    if (ws_.is_message_done()) message_bytes_ = 0;
+  }
+  advance();
+}
+
+void WsSession::handle_control(const std::string& text) {
+  const ControlMessage m = parse_control_message(text);
+  if (!m.ok) {
+    ctx_.metrics.count_error("bad_control");
+    send(error_message("bad_control", m.error));
+    return;
+  }
+  switch (m.type) {
+    case ControlType::kFlush:
+      end_ = EndRequest::kFlush;
+      break;
+    case ControlType::kClose:
+      end_ = EndRequest::kClose;
+      close_code_ = kCloseNormal;
+      close_reason_.clear();
+      break;
+    case ControlType::kReset:
+      // Everything of the current stream goes: held audio, a partial sample, unread events.
+      stream_.close();
+      pending_.clear();
+      pending_begin_ = 0;
+      decoder_.reset();
+      offset_s_ = 0;
+      stream_samples_ = 0;
+      if (open_engine_stream()) send(reset_message());
+      break;
+  }
+}
+
+void WsSession::handle_audio(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  ctx_.metrics.audio_bytes_received.fetch_add(bytes.size(), std::memory_order_relaxed);
+  std::size_t n = 0;
+  try {
+    n = decoder_.decode(bytes, decoded_);
+  } catch (const Error& e) {
+    fail(to_string(e.code()), kCloseBadData, e.what());
+    return;
+  }
+  const double audio_s = static_cast<double>(n) / request_.stream.sample_rate_hz;
+  rate_.consume(audio_s);
+  const std::size_t held = pending_.size() - pending_begin_;
+  if (held + n > pending_limit_samples_) {
+    fail("rate_limited", kClosePolicy,
+         fmt::format("{:.2f} s of audio is waiting for the engine, more than the {} ms the server holds per stream; "
+                     "send audio at most {} x real time and in messages of at most {} ms",
+                     static_cast<double>(held + n) / request_.stream.sample_rate_hz, ctx_.config.limits.pending_ms,
+                     ctx_.config.limits.max_rate, ctx_.config.limits.pending_ms / 2));
+    return;
+  }
+  if (pending_begin_ > 0 && pending_begin_ == pending_.size()) {
+    pending_.clear();
+    pending_begin_ = 0;
+  }
+  if (pending_begin_ == pending_.size()) pending_since_ = Clock::now();
+  pending_.insert(pending_.end(), decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(n));
+  stream_samples_ += n;
+  total_audio_s_ += audio_s;
+}
+
+// --- the engine side -------------------------------------------------------------------------
+
+void WsSession::push_pending() {
+  while (pending_begin_ < pending_.size()) {
+    // Only what the stream takes: a refused push would count as rejected samples and raise an
+    // overload event, while nothing is lost here.
+    const std::size_t room = std::min(stream_.writable(), pending_.size() - pending_begin_);
+    if (room == 0) break;
+    std::size_t accepted = 0;
+    try {
+      accepted = stream_.push(std::span(pending_.data() + pending_begin_, room));
+    } catch (const Error& e) {
+      fail(to_string(e.code()), e.code() == ErrorCode::kBadAudio ? kCloseBadData : kCloseInternal, e.what());
+      return;
+    }
+    pending_begin_ += accepted;
+    if (accepted < room) break;
+  }
+  if (pending_begin_ == pending_.size()) {
+    pending_.clear();
+    pending_begin_ = 0;
+  } else if (pending_begin_ > pending_.size() / 2) {
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pending_begin_));
+    pending_begin_ = 0;
+  }
+}
+
+bool WsSession::ready_to_flush() {
+  if (request_.stream.sample_rate_hz == model_rate_hz_) return true;  // no resampler: flush() never waits
+  const double ratio = static_cast<double>(model_rate_hz_) / request_.stream.sample_rate_hz;
+  return static_cast<double>(stream_.writable()) * ratio >= kFlushRoomSamples;
+}
+
+void WsSession::advance() {
+  if (phase_ != Phase::kOpen) return;
+  push_pending();
+  if (phase_ != Phase::kOpen) return;
+  if (pending_begin_ < pending_.size()) {
+    const auto held_for = Clock::now() - pending_since_;
+    if (held_for > std::chrono::milliseconds(ctx_.config.limits.pending_timeout_ms)) {
+      fail("overloaded", kCloseTryLater,
+           fmt::format("the engine took none of this stream's audio for {} ms; try again later",
+                       ctx_.config.limits.pending_timeout_ms));
+      return;
+    }
+    arm_retry(kRetryInterval);
+    return;
+  }
+  if (end_ != EndRequest::kNone) {
+    if (!flush_called_) {
+      if (!ready_to_flush()) {
+        arm_retry(kRetryInterval);
+        return;
+      }
+      flush_called_ = true;
+      stream_.flush();  // the final events follow, then kEndOfStream (on_engine_events)
+    }
+    return;
+  }
+  read_more();
+}
+
+void WsSession::on_engine_events() {
+  if (phase_ != Phase::kOpen) return;
+  Event events[32];
+  for (std::size_t n; phase_ == Phase::kOpen && (n = stream_.poll(events)) > 0;) {
+    for (std::size_t i = 0; i < n && phase_ == Phase::kOpen; ++i) handle_event(events[i]);
+  }
+  advance();
+}
+
+void WsSession::handle_event(const Event& e) {
+  switch (e.type) {
+    case EventType::kSpeechStart:
+      send(speech_start_message(timeline_s(e.start_s)));
+      break;
+    case EventType::kSpeechEnd:
+      ++num_segments_;
+      send(speech_end_message(timeline_s(e.start_s), timeline_s(e.end_s)));
+      break;
+    case EventType::kVadProbability:
+      send(vad_message(timeline_s(e.start_s), e.probability), SendQueue::Kind::kDroppable);
+      break;
+    case EventType::kOverload:
+      send(overload_message(e.backlog_ms, e.rejected_samples, 0));
+      break;
+    case EventType::kError: {
+      // A failed model run: the frame counts as silence and the stream goes on.
+      const std::string_view code = to_string(e.error_code);
+      ctx_.metrics.count_error(code);
+      send(error_message(code, stream_.last_error()));
+      break;
+    }
+    case EventType::kEndOfStream:
+      on_end_of_stream();
+      break;
+    default:
+      break;  // event types this protocol does not carry (yet): the stream never asks for them
+  }
+}
+
+double WsSession::timeline_s(double stream_s) const {
+  // Stream times are whole model samples (multiples of 62.5 us at 16 kHz); rounding the sum to
+  // 0.1 us keeps them exact after an offset is added, so that 12 + 5.118 prints as 17.118.
+  return std::round((offset_s_ + stream_s) * 1e7) / 1e7;
+}
+
+double WsSession::stream_time_s() const {
+  return timeline_s(static_cast<double>(stream_samples_) / request_.stream.sample_rate_hz);
+}
+
+void WsSession::on_end_of_stream() {
+  flush_called_ = false;
+  if (end_ == EndRequest::kFlush) {
+    // The utterance is over; the socket stays open and the timeline goes on in a fresh stream.
+    const double end_s = stream_time_s();
+    send(flushed_message(end_s));
+    offset_s_ = end_s;
+    stream_samples_ = 0;
+    end_ = EndRequest::kNone;
+    open_engine_stream();
+  } else if (end_ == EndRequest::kClose) {
+    begin_close(close_code_, close_reason_);
+  }
+}
+
+bool WsSession::open_engine_stream() {
+  StreamConfig config = request_.stream;
+  config.buffer_ms = ctx_.config.limits.engine_buffer_ms;
+  config.on_events = [w = wakeup_] { w->notify(); };
+  stream_.close();
+  try {
+    stream_ = ctx_.engine.open_stream(config);
+    return true;
+  } catch (const Error& e) {
+    const bool busy = e.code() == ErrorCode::kOverloaded || e.code() == ErrorCode::kClosed;
+    fail(to_string(e.code()), busy ? kCloseTryLater : kCloseInternal, e.what());
+    return false;
+  }
+}
+
+// --- timers ------------------------------------------------------------------------------------
+
+void WsSession::arm_retry(std::chrono::microseconds delay) {
+  if (retry_armed_) return;
+  retry_armed_ = true;
+  retry_timer_.expires_after(delay);
+  retry_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    self->retry_armed_ = false;
+    if (ec) return;
+    // Events may be waiting even without a wake-up (one could not be posted): poll as well.
+    self->on_engine_events();
+  });
+}
+
+void WsSession::arm_idle_timer() {
+  const auto timeout = std::chrono::seconds(ctx_.config.limits.idle_timeout_s);
+  idle_timer_.expires_at(last_activity_ + timeout);
+  idle_timer_.async_wait([self = shared_from_this(), timeout](beast::error_code ec) {
+    if (ec || self->phase_ != Phase::kOpen) return;
+    // Idle means the client has sent nothing while the server was waiting for it; time spent
+    // pacing the client or finishing a flush does not count.
+    if (!self->reading_) self->last_activity_ = Clock::now();
+    if (Clock::now() - self->last_activity_ >= timeout) {
+      self->fail("idle_timeout", kClosePolicy,
+                 fmt::format("no message for {} s (--idle-timeout-s)", self->ctx_.config.limits.idle_timeout_s));
+      return;
+    }
+    self->arm_idle_timer();
+  });
+}
+
+// --- writing -----------------------------------------------------------------------------------
+
+void WsSession::send(std::string message, SendQueue::Kind kind) {
+  if (phase_ != Phase::kOpen) return;
+  switch (queue_.push(std::move(message), kind)) {
+    case SendQueue::Result::kQueued:
+      break;
+    case SendQueue::Result::kDropped:
+      ctx_.metrics.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case SendQueue::Result::kOverflow:
+      // A speech event would be lost: end the session rather than drop it. The queue cannot take
+      // an error event; the close frame says why.
+      ctx_.metrics.count_error("slow_reader");
+      log_server("stream {}: the client reads too slowly: {} messages, {} bytes waiting", id_, queue_.size(),
+                 queue_.bytes());
+      queue_.discard(/*keep_front=*/writing_);
+      begin_close(kClosePolicy, "slow reader");
+      return;
+  }
+  do_write();
+}
+
+bool WsSession::report_drops() {
+  const std::uint64_t dropped = queue_.take_unreported_drops();
+  if (dropped == 0) return false;
+  send(overload_message(0, 0, dropped));
+  return true;
+}
+
+void WsSession::do_write() {
+  if (writing_ || queue_.empty() || close_started_) return;
+  writing_ = true;
+  ws_.text(true);
+  ws_.async_write(net::buffer(queue_.front()),
+                  [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+}
+
+void WsSession::on_write(beast::error_code ec) {
+  writing_ = false;
+  if (ec) {
+    if (phase_ != Phase::kClosed) finish(fmt::format("send failed: {}", ec.message()));
+    return;
+  }
+  queue_.pop();
+  if (phase_ == Phase::kOpen && queue_.has_room_to_report() && report_drops()) return;  // send() wrote
+  if (phase_ == Phase::kClosing && queue_.empty()) {
+    start_close_handshake();
+    return;
+  }
+  do_write();
+}
+
+// --- ending --------------------------------------------------------------------------------------
+
+void WsSession::fail(std::string_view code, std::uint16_t close_code, const std::string& message) {
+  if (phase_ != Phase::kOpen) return;
+  ctx_.metrics.count_error(code);
+  log_server("stream {}: error [{}]: {}", id_, code, message);
+  send(error_message(code, message));
+  begin_close(close_code, std::string(code));
+}
+
+void WsSession::begin_close(std::uint16_t close_code, std::string reason) {
+  if (phase_ != Phase::kOpen) return;
+  report_drops();  // the client learns what it missed before the close
+  phase_ = Phase::kClosing;
+  close_code_ = close_code;
+  close_reason_ = truncate_reason(std::move(reason));
+  retry_timer_.cancel();
+  idle_timer_.cancel();
+  // A peer that reads nothing would keep the close frame behind its unread messages forever.
+  close_timer_.expires_after(std::chrono::milliseconds(ctx_.config.limits.close_timeout_ms));
+  close_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (!ec && self->phase_ != Phase::kClosed) {
+      self->drop_connection();
+      self->finish("the peer did not complete the close handshake");
+    }
+  });
+  if (!writing_ && queue_.empty()) start_close_handshake();
+}
+
+void WsSession::start_close_handshake() {
+  if (close_started_) return;
+  close_started_ = true;
+  ws_.async_close(websocket::close_reason(static_cast<websocket::close_code>(close_code_), close_reason_),
+                  [self = shared_from_this()](beast::error_code ec) {
+                    self->finish(ec ? fmt::format("close handshake failed: {}", ec.message()) : std::string());
+                  });
+}
+
+void WsSession::drop_connection() {
+  beast::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  beast::get_lowest_layer(ws_).socket().close(ignored);
+}
+
+void WsSession::go_away() {
+  net::post(ws_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ != Phase::kOpen || self->going_away_) return;
+    self->going_away_ = true;
+    // Audio already read is analysed and its final events sent; nothing more is read.
+    self->end_ = EndRequest::kClose;
+    self->close_code_ = kCloseGoingAway;
+    self->close_reason_ = "going away";
+    self->advance();
+  });
+}
+
+void WsSession::abort() {
+  net::post(ws_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ == Phase::kClosed) return;
+    self->drop_connection();
+    self->finish("aborted: the drain deadline passed");
+  });
+}
+
+void WsSession::finish(std::string_view why) {
+  if (phase_ == Phase::kClosed) return;
+  const bool was_open = phase_ != Phase::kHandshake;
+  phase_ = Phase::kClosed;
+  retry_timer_.cancel();
+  idle_timer_.cancel();
+  close_timer_.cancel();
+  wakeup_->detach();
+  stream_.close();
+  if (!close_started_) drop_connection();
+  if (!was_open) return;
+  ctx_.sessions.remove(id_);
+  ctx_.metrics.websocket_sessions_active.fetch_sub(1);
+  if (why.empty()) {
+    log_server("stream {} closed: code {}{}{}, {:.2f} s of audio, {} segments", id_, close_code_,
+               close_reason_.empty() ? "" : " ", close_reason_, total_audio_s_, num_segments_);
+  } else {
+    log_server("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
+  }
+}
+
+}  // namespace brisvox::server

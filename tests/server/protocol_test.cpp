@@ -1,0 +1,242 @@
+// Unit tests of the server's pure pieces: query parsing, control messages, the access policy,
+// the send queue, the rate limiter, the metrics text and the static-file route. The whole server
+// is tested end to end by test_server.py.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "brisvox/error.h"
+#include "server/access_policy.h"
+#include "server/control_message.h"
+#include "server/messages.h"
+#include "server/metrics.h"
+#include "server/query_params.h"
+#include "server/rate_limiter.h"
+#include "server/send_queue.h"
+#include "server/static_files.h"
+
+namespace brisvox::server {
+namespace {
+
+std::string error_of(std::string_view query, AudioEndpoint endpoint = AudioEndpoint::kStream) {
+  try {
+    parse_audio_request(query, endpoint);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(QueryParams, DefaultsAndEveryKey) {
+  AudioRequest d = parse_audio_request("", AudioEndpoint::kStream);
+  EXPECT_EQ(d.stream.sample_rate_hz, 16000);
+  EXPECT_EQ(d.encoding, SampleEncoding::kPcmS16le);
+  EXPECT_FALSE(d.stream.emit_probabilities);
+
+  AudioRequest r = parse_audio_request(
+      "sample_rate=44100&encoding=pcm_f32le&model_rate=8000&events=vad&threshold=0.6&neg_threshold=0.3"
+      "&min_speech_ms=100&max_speech_s=15.5&min_silence_ms=300&speech_pad_ms=10"
+      "&min_silence_at_max_speech_ms=50&use_max_poss_sil_at_max_speech=false&token=x",
+      AudioEndpoint::kStream);
+  EXPECT_EQ(r.stream.sample_rate_hz, 44100);
+  EXPECT_EQ(r.encoding, SampleEncoding::kPcmF32le);
+  EXPECT_EQ(r.stream.model_rate_hz, 8000);
+  EXPECT_TRUE(r.stream.emit_probabilities);
+  EXPECT_DOUBLE_EQ(r.stream.vad.threshold, 0.6);
+  EXPECT_DOUBLE_EQ(r.stream.vad.neg_threshold, 0.3);
+  EXPECT_EQ(r.stream.vad.min_speech_ms, 100);
+  EXPECT_DOUBLE_EQ(r.stream.vad.max_speech_s, 15.5);
+  EXPECT_EQ(r.stream.vad.min_silence_ms, 300);
+  EXPECT_EQ(r.stream.vad.speech_pad_ms, 10);
+  EXPECT_EQ(r.stream.vad.min_silence_at_max_speech_ms, 50);
+  EXPECT_FALSE(r.stream.vad.use_max_poss_sil_at_max_speech);
+}
+
+TEST(QueryParams, G711DefaultsTo8kHz) {
+  EXPECT_EQ(parse_audio_request("encoding=mulaw", AudioEndpoint::kStream).stream.sample_rate_hz, 8000);
+  EXPECT_EQ(parse_audio_request("encoding=alaw&sample_rate=16000", AudioEndpoint::kStream).stream.sample_rate_hz,
+            16000);
+}
+
+TEST(QueryParams, PercentDecoding) {
+  const auto q = parse_query_string("name=my%20call+1.wav&a=%41");
+  EXPECT_EQ(q.at("name"), "my call 1.wav");
+  EXPECT_EQ(q.at("a"), "A");
+  EXPECT_EQ(parse_audio_request("name=a%2Fb", AudioEndpoint::kVad).name, "a/b");
+}
+
+TEST(QueryParams, ErrorsNameTheKey) {
+  EXPECT_NE(error_of("encoding=mp3").find("mp3"), std::string::npos);
+  EXPECT_NE(error_of("sample_rate=-5").find("sample_rate"), std::string::npos);
+  EXPECT_NE(error_of("sample_rate=16k").find("sample_rate"), std::string::npos);
+  EXPECT_NE(error_of("threshold=7").find("threshold"), std::string::npos);
+  EXPECT_NE(error_of("threshold=nan").find("threshold"), std::string::npos);
+  EXPECT_NE(error_of("model_rate=22050").find("model_rate"), std::string::npos);
+  EXPECT_NE(error_of("events=vad,words").find("words"), std::string::npos);
+  EXPECT_NE(error_of("treshold=0.5").find("treshold"), std::string::npos);
+  EXPECT_NE(error_of("threshold=0.5&threshold=0.6").find("twice"), std::string::npos);
+  EXPECT_NE(error_of("use_max_poss_sil_at_max_speech=maybe").find("use_max_poss"), std::string::npos);
+  EXPECT_NE(error_of("name=x").find("name"), std::string::npos);  // only POST /v1/vad has a name
+  EXPECT_NE(error_of("a=%4").find("escape"), std::string::npos);
+  EXPECT_NE(error_of("encoding=pcm_s16le", AudioEndpoint::kVad).find("sample_rate"), std::string::npos);
+}
+
+TEST(QueryParams, TargetSplit) {
+  EXPECT_EQ(target_path("/v1/stream?a=1"), "/v1/stream");
+  EXPECT_EQ(target_query("/v1/stream?a=1"), "a=1");
+  EXPECT_EQ(target_query("/v1/stream"), "");
+}
+
+TEST(ControlMessage, Types) {
+  EXPECT_EQ(parse_control_message(R"({"type":"flush"})").type, ControlType::kFlush);
+  EXPECT_EQ(parse_control_message(R"({"type":"reset","id":7})").type, ControlType::kReset);
+  const auto close = parse_control_message(R"( {"type":"close"} )");
+  EXPECT_TRUE(close.ok);
+  EXPECT_EQ(close.type, ControlType::kClose);
+}
+
+TEST(ControlMessage, MalformedIsAnErrorNotAThrow) {
+  for (const char* bad : {"", "{", "not json", "[]", "42", R"({"type":5})", R"({"kind":"flush"})",
+                          R"({"type":"FLUSH"})", R"({"type":"bogus"})"}) {
+    const auto m = parse_control_message(bad);
+    EXPECT_FALSE(m.ok) << bad;
+    EXPECT_FALSE(m.error.empty()) << bad;
+  }
+  // A long unknown type is cut in the message, even in the middle of a UTF-8 character.
+  const auto m = parse_control_message(R"({"type":")" + std::string(63, 'x') + "\xc3\xa9" + R"("})");
+  EXPECT_FALSE(m.ok);
+  EXPECT_LT(m.error.size(), 200u);
+}
+
+TEST(AccessPolicy, Token) {
+  EXPECT_TRUE(token_ok("", "", ""));
+  EXPECT_TRUE(token_ok("t0k", "Bearer t0k", ""));
+  EXPECT_TRUE(token_ok("t0k", "bearer t0k", ""));
+  EXPECT_TRUE(token_ok("t0k", "", "sample_rate=8000&token=t0k"));
+  EXPECT_FALSE(token_ok("t0k", "", ""));
+  EXPECT_FALSE(token_ok("t0k", "Bearer t0", ""));
+  EXPECT_FALSE(token_ok("t0k", "Basic t0k", ""));
+  EXPECT_FALSE(token_ok("t0k", "", "token=t0k&token=t0k"));  // malformed: no token
+}
+
+TEST(AccessPolicy, Origin) {
+  EXPECT_TRUE(origin_ok({}, "", "127.0.0.1:8700"));                       // not a browser
+  EXPECT_TRUE(origin_ok({}, "http://127.0.0.1:8700", "127.0.0.1:8700"));  // same host
+  EXPECT_TRUE(origin_ok({}, "https://Example.com", "example.com"));
+  EXPECT_FALSE(origin_ok({}, "http://evil.example", "127.0.0.1:8700"));
+  EXPECT_FALSE(origin_ok({}, "http://127.0.0.1:9999", "127.0.0.1:8700"));
+  EXPECT_FALSE(origin_ok({}, "null", "127.0.0.1:8700"));
+  EXPECT_TRUE(origin_ok({"https://app.example.com"}, "https://app.example.com", "x:1"));
+  EXPECT_TRUE(origin_ok({"https://app.example.com"}, "http://x:1", "x:1"));  // same host still
+  EXPECT_FALSE(origin_ok({"https://app.example.com"}, "https://other.example.com", "x:1"));
+  EXPECT_TRUE(origin_ok({"*"}, "https://anything.example", "x:1"));
+}
+
+TEST(SendQueue, DropsVadFirstAndOverflowsOnlyForRequired) {
+  SendQueue q(8, 1 << 20);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.push("vad", SendQueue::Kind::kDroppable), SendQueue::Result::kQueued);
+  EXPECT_EQ(q.push("vad", SendQueue::Kind::kDroppable), SendQueue::Result::kDropped);  // over half
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.push("speech", SendQueue::Kind::kRequired), SendQueue::Result::kQueued);
+  EXPECT_EQ(q.push("speech", SendQueue::Kind::kRequired), SendQueue::Result::kOverflow);
+  EXPECT_EQ(q.size(), 8u);
+  EXPECT_EQ(q.dropped(), 1u);
+  EXPECT_FALSE(q.has_room_to_report());
+  while (q.size() > 2) q.pop();
+  EXPECT_TRUE(q.has_room_to_report());
+  EXPECT_EQ(q.take_unreported_drops(), 1u);
+  EXPECT_EQ(q.take_unreported_drops(), 0u);
+  EXPECT_EQ(q.front(), "speech");
+  q.discard(/*keep_front=*/true);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.bytes(), 6u);
+}
+
+TEST(SendQueue, ByteBound) {
+  SendQueue q(1000, 100);
+  EXPECT_EQ(q.push(std::string(40, 'a'), SendQueue::Kind::kDroppable), SendQueue::Result::kQueued);
+  EXPECT_EQ(q.push(std::string(20, 'a'), SendQueue::Kind::kDroppable), SendQueue::Result::kDropped);
+  EXPECT_EQ(q.push(std::string(60, 'a'), SendQueue::Kind::kRequired), SendQueue::Result::kQueued);
+  EXPECT_EQ(q.push(std::string(1, 'a'), SendQueue::Kind::kRequired), SendQueue::Result::kOverflow);
+}
+
+TEST(RateLimiter, BurstThenRate) {
+  using namespace std::chrono;
+  const auto t0 = RateLimiter::Clock::time_point{};
+  RateLimiter r(4.0, 2.0, t0);
+  r.consume(2.0, t0);  // the whole burst
+  EXPECT_EQ(r.wait_time(t0).count(), 0);
+  r.consume(1.0, t0);  // one second beyond: 0.25 s at 4x
+  EXPECT_NEAR(static_cast<double>(r.wait_time(t0).count()), 250000, 1);
+  EXPECT_EQ(r.wait_time(t0 + milliseconds(250)).count(), 0);
+  // Idle time refills up to the burst, never beyond.
+  r.consume(0.0, t0 + seconds(100));
+  r.consume(2.0, t0 + seconds(100));
+  EXPECT_EQ(r.wait_time(t0 + seconds(100)).count(), 0);
+  r.consume(0.4, t0 + seconds(100));
+  EXPECT_NEAR(static_cast<double>(r.wait_time(t0 + seconds(100)).count()), 100000, 1);
+}
+
+TEST(Metrics, PrometheusText) {
+  EngineStats st;
+  st.num_workers = 2;
+  st.active_streams = 3;
+  st.frames_processed = 100;
+  st.batch_size_counts = {0, 10, 5, 0, 1};  // max_batch 4
+  st.queue_delay.count = 4;
+  st.queue_delay.sum_us = 2000;
+  st.queue_delay.buckets = {{10, 1}, {1000, 3}};
+  ServerMetrics m;
+  m.count_error("bad_control");
+  m.count_error("bad_control");
+  m.count_error("we\"ird");
+  const std::string text = render_prometheus(st, m, 123456789);
+  for (const char* line :
+       {"brisvox_active_streams 3\n", "brisvox_frames_processed_total 100\n",
+        "brisvox_batch_size_bucket{le=\"1\"} 10\n", "brisvox_batch_size_bucket{le=\"2\"} 15\n",
+        "brisvox_batch_size_bucket{le=\"4\"} 16\n", "brisvox_batch_size_bucket{le=\"+Inf\"} 16\n",
+        "brisvox_batch_size_sum 24\n", "brisvox_queue_delay_seconds_bucket{le=\"1e-05\"} 1\n",
+        "brisvox_queue_delay_seconds_bucket{le=\"0.001\"} 3\n", "brisvox_queue_delay_seconds_bucket{le=\"+Inf\"} 4\n",
+        "brisvox_queue_delay_seconds_sum 0.002\n", "brisvox_errors_total{code=\"bad_control\"} 2\n",
+        "brisvox_errors_total{code=\"we\\\"ird\"} 1\n", "brisvox_process_resident_memory_bytes 123456789\n",
+        "# TYPE brisvox_queue_delay_seconds histogram\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+}
+
+TEST(Messages, Shapes) {
+  EXPECT_EQ(speech_end_message(0.322, 6.91), R"({"type":"speech_end","start":0.322,"end":6.91})");
+  EXPECT_EQ(vad_message(0.032, 0.5f), R"({"type":"vad","t":0.032,"p":0.5})");
+  EXPECT_EQ(error_message("bad_control", "say \"flush\""),
+            R"({"type":"error","code":"bad_control","message":"say \"flush\""})");
+  EXPECT_EQ(http_error_body("bad_request", "x"), "{\"error\":{\"code\":\"bad_request\",\"message\":\"x\"}}\n");
+}
+
+TEST(StaticFiles, ServesInsideWebDirOnly) {
+  const auto dir = std::filesystem::temp_directory_path() / "brisvox-static-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "js");
+  std::ofstream(dir / "index.html") << "<h1>hi</h1>";
+  std::ofstream(dir / "js" / "app.js") << "1";
+  std::ofstream(dir / ".secret") << "no";
+  EXPECT_EQ(serve_static_file(dir.string(), "/").body, "<h1>hi</h1>");
+  EXPECT_EQ(serve_static_file(dir.string(), "/").content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(serve_static_file(dir.string(), "/js/app.js?v=2").body, "1");
+  EXPECT_EQ(serve_static_file(dir.string(), "/../etc/passwd").status, 403);
+  EXPECT_EQ(serve_static_file(dir.string(), "/js/../../x").status, 403);
+  EXPECT_EQ(serve_static_file(dir.string(), "/%2e%2e/x").status, 403);
+  EXPECT_EQ(serve_static_file(dir.string(), "/.secret").status, 403);
+  EXPECT_EQ(serve_static_file(dir.string(), "/missing.js").status, 404);
+  std::filesystem::remove(dir / "index.html");
+  const StaticFile missing = serve_static_file(dir.string(), "/");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.find("index.html"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace brisvox::server

@@ -1,0 +1,604 @@
+#!/usr/bin/python3
+"""End-to-end tests of `brisvox serve` (docs/PROTOCOL.md), on loopback only.
+
+Starts the real server (`brisvox serve --port 0`), talks to it with Debian's python3-websockets
+and urllib, and compares what it says with `brisvox vad --format json` on the same audio.
+Every test is bounded in time, and every server process is killed at the end, whatever happens.
+
+  /usr/bin/python3 tests/server/test_server.py --brisvox build/release/brisvox \
+      --sample third_party/audio/sample.wav [--only NAME ...]
+"""
+import argparse
+import asyncio
+import ctypes
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+import warnings
+import wave
+
+import websockets
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import audioop  # python 3.11: mu-law and rate conversion for the test inputs
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+TIME_EPS = 1e-6
+
+
+# --- servers and reference results -----------------------------------------------------------
+
+def die_with_parent():
+    """In the child: SIGKILL when this test process dies, however it dies (a CTest timeout)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class Server:
+    """A `brisvox serve` child process on a free loopback port; stderr is collected."""
+
+    def __init__(self, brisvox, *args):
+        self.proc = subprocess.Popen([brisvox, "serve", "--host", "127.0.0.1", "--port", "0", *args],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
+        self.lines = []
+        self.port = None
+        ready = threading.Event()
+
+        def pump():
+            for line in self.proc.stderr:
+                self.lines.append(line.rstrip("\n"))
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+                if m:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(30) or self.port is None:
+            self.kill()
+            raise RuntimeError("server did not start:\n" + "\n".join(self.lines))
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def ws_url(self, query=""):
+        return f"ws://127.0.0.1:{self.port}/v1/stream{'?' + query if query else ''}"
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def cli_json(brisvox, path, *args):
+    out = subprocess.run([brisvox, "vad", "--format", "json", "--no-progress", *args, path],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def segments_of(cli_result):
+    return [(s["start"], s["end"]) for s in cli_result["segments"]]
+
+
+def same_segments(got, want):
+    return len(got) == len(want) and all(abs(a[0] - b[0]) < TIME_EPS and abs(a[1] - b[1]) < TIME_EPS
+                                          for a, b in zip(got, want))
+
+
+def write_wav(path, pcm, rate):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+
+
+# --- WebSocket helpers -------------------------------------------------------------------------
+
+async def connect(server, query="", headers=None, **kwargs):
+    return await websockets.connect(server.ws_url(query), extra_headers=headers or AUTH, max_size=None,
+                                    open_timeout=10, close_timeout=10, **kwargs)
+
+
+async def recv_json(ws, timeout=10):
+    return json.loads(await asyncio.wait_for(ws.recv(), timeout))
+
+
+async def read_until_closed(ws, timeout=30):
+    """Every message until the server closes; returns (messages, close code, close reason)."""
+    messages = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("the server did not close the stream in time")
+            messages.append(json.loads(await asyncio.wait_for(ws.recv(), left)))
+    except websockets.exceptions.ConnectionClosed:
+        pass
+    return messages, ws.close_code, ws.close_reason
+
+
+def random_chunks(data, rng, largest=9000):
+    """Splits bytes at random places: odd sizes, samples split across messages."""
+    i = 0
+    while i < len(data):
+        n = rng.randint(1, largest)
+        yield data[i:i + n]
+        i += n
+
+
+async def stream_file(server, query, data, rng, control_after=None):
+    """Streams `data` in random chunks, then {"type":"close"}; returns (messages, code, reason)."""
+    ws = await connect(server, query)
+    ready = await recv_json(ws)
+    assert ready["type"] == "ready", ready
+    for chunk in random_chunks(data, rng):
+        await ws.send(chunk)
+    await ws.send(json.dumps({"type": "close"}))
+    messages, code, reason = await read_until_closed(ws)
+    return [ready] + messages, code, reason
+
+
+def speech_segments(messages):
+    """(start, end) of every speech_end; checks each follows its speech_start."""
+    segments, open_start = [], None
+    for m in messages:
+        if m["type"] == "speech_start":
+            assert open_start is None, f"two speech_start in a row: {m}"
+            open_start = m["start"]
+        elif m["type"] == "speech_end":
+            assert open_start is not None and abs(open_start - m["start"]) < TIME_EPS, f"speech_end without start: {m}"
+            segments.append((m["start"], m["end"]))
+            open_start = None
+    return segments
+
+
+def http_request(method, url, body=None, headers=None, timeout=30):
+    """(status, headers, body bytes) without raising on HTTP errors."""
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def upgrade_request(server, query="", headers=None):
+    """A raw WebSocket upgrade: (status, JSON body or None) of a refusal, or (101, None)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    h = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+         "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    h.update(headers if headers is not None else AUTH)
+    conn.request("GET", "/v1/stream" + ("?" + query if query else ""), headers=h)
+    r = conn.getresponse()
+    body = r.read() if r.status != 101 else b""
+    conn.close()
+    return r.status, (json.loads(body) if body else None)
+
+
+# --- the tests ---------------------------------------------------------------------------------
+
+class Context:
+    def __init__(self, args, tmp):
+        self.args = args
+        self.tmp = tmp
+        self.brisvox = args.brisvox
+        self.rng = random.Random(1234)
+        with wave.open(args.sample, "rb") as w:
+            assert w.getnchannels() == 1 and w.getsampwidth() == 2
+            self.rate = w.getframerate()
+            self.pcm = w.readframes(w.getnframes())
+        self.reference = cli_json(self.brisvox, args.sample)
+        self.server = None
+
+
+async def test_stream_s16le_random_chunks(c):
+    messages, code, _ = await stream_file(c.server, "sample_rate=16000&encoding=pcm_s16le", c.pcm, c.rng)
+    assert code == 1000, f"close code {code}"
+    ready = messages[0]
+    assert ready["config"]["sample_rate"] == 16000 and ready["config"]["encoding"] == "pcm_s16le", ready
+    got = speech_segments(messages)
+    assert same_segments(got, segments_of(c.reference)), f"{got} != {segments_of(c.reference)}"
+
+
+async def test_stream_f32le(c):
+    samples = struct.unpack(f"<{len(c.pcm) // 2}h", c.pcm)
+    data = struct.pack(f"<{len(samples)}f", *(s / 32768.0 for s in samples))
+    messages, code, _ = await stream_file(c.server, "sample_rate=16000&encoding=pcm_f32le", data, c.rng)
+    assert code == 1000
+    assert same_segments(speech_segments(messages), segments_of(c.reference))
+
+
+def make_8k(c):
+    path = os.path.join(c.tmp, "sample8k.wav")
+    if not os.path.exists(path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pcm8, _ = audioop.ratecv(c.pcm, 2, 1, c.rate, 8000, None)
+        write_wav(path, pcm8, 8000)
+    with wave.open(path, "rb") as w:
+        return path, w.readframes(w.getnframes())
+
+
+async def test_stream_8khz(c):
+    path, pcm8 = make_8k(c)
+    want = segments_of(cli_json(c.brisvox, path))
+    messages, code, _ = await stream_file(c.server, "sample_rate=8000", pcm8, c.rng)
+    assert code == 1000
+    assert messages[0]["config"]["model_rate"] == 8000, messages[0]
+    got = speech_segments(messages)
+    assert want and same_segments(got, want), f"{got} != {want}"
+
+
+async def test_stream_mulaw(c):
+    _, pcm8 = make_8k(c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ulaw = audioop.lin2ulaw(pcm8, 2)
+    path = os.path.join(c.tmp, "sample.ul")
+    with open(path, "wb") as f:
+        f.write(ulaw)
+    want = segments_of(cli_json(c.brisvox, path, "--raw-encoding", "mulaw", "--raw-rate", "8000"))
+    messages, code, _ = await stream_file(c.server, "encoding=mulaw&sample_rate=8000", ulaw, c.rng)
+    assert code == 1000
+    got = speech_segments(messages)
+    assert want and same_segments(got, want), f"{got} != {want}"
+
+
+async def test_stream_resampled_44k(c):
+    # A rate the model does not run at: the engine resamples. Compared with the CLI on the same file.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pcm44, _ = audioop.ratecv(c.pcm, 2, 1, c.rate, 44100, None)
+    path = os.path.join(c.tmp, "sample44k.wav")
+    write_wav(path, pcm44, 44100)
+    want = segments_of(cli_json(c.brisvox, path))
+    messages, code, _ = await stream_file(c.server, "sample_rate=44100", pcm44, c.rng)
+    assert code == 1000
+    assert same_segments(speech_segments(messages), want), f"{speech_segments(messages)} != {want}"
+
+
+async def test_flush_continues_timeline(c):
+    half = (len(c.pcm) // 2) & ~1
+    first, second = c.pcm[:half], c.pcm[half:]
+    p1, p2 = os.path.join(c.tmp, "first.wav"), os.path.join(c.tmp, "second.wav")
+    write_wav(p1, first, c.rate)
+    write_wav(p2, second, c.rate)
+    offset = len(first) / 2 / c.rate
+    want = segments_of(cli_json(c.brisvox, p1)) + [(s + offset, e + offset) for s, e in
+                                                    segments_of(cli_json(c.brisvox, p2))]
+    ws = await connect(c.server)
+    assert (await recv_json(ws))["type"] == "ready"
+    for chunk in random_chunks(first, c.rng):
+        await ws.send(chunk)
+    await ws.send(json.dumps({"type": "flush"}))
+    before = []
+    while True:
+        m = await recv_json(ws)
+        before.append(m)
+        if m["type"] == "flushed":
+            break
+    assert abs(before[-1]["end"] - offset) < TIME_EPS, before[-1]
+    for chunk in random_chunks(second, c.rng):
+        await ws.send(chunk)
+    await ws.send(json.dumps({"type": "close"}))
+    after, code, _ = await read_until_closed(ws)
+    assert code == 1000
+    got = speech_segments(before + after)
+    assert same_segments(got, want), f"{got} != {want}"
+
+
+async def test_reset_restarts_timeline(c):
+    ws = await connect(c.server)
+    assert (await recv_json(ws))["type"] == "ready"
+    await ws.send(c.pcm[:5 * 2 * c.rate + 1])  # 5 s and half a sample: reset drops it too
+    await ws.send(json.dumps({"type": "reset"}))
+    while (await recv_json(ws))["type"] != "reset":
+        pass
+    for chunk in random_chunks(c.pcm, c.rng):
+        await ws.send(chunk)
+    await ws.send(json.dumps({"type": "close"}))
+    messages, code, _ = await read_until_closed(ws)
+    assert code == 1000
+    assert same_segments(speech_segments(messages), segments_of(c.reference))
+
+
+async def test_bad_control_messages_keep_session(c):
+    ws = await connect(c.server)
+    assert (await recv_json(ws))["type"] == "ready"
+    for bad in ['{"type":"bogus"}', "{not json", "[1,2]", '{"kind":"flush"}']:
+        await ws.send(bad)
+        m = await recv_json(ws)
+        assert m["type"] == "error" and m["code"] == "bad_control" and m["message"], m
+    for chunk in random_chunks(c.pcm, c.rng):
+        await ws.send(chunk)
+    await ws.send(json.dumps({"type": "close"}))
+    messages, code, _ = await read_until_closed(ws)
+    assert code == 1000
+    assert same_segments(speech_segments(messages), segments_of(c.reference))
+
+
+async def test_oversized_message_closes_1009(c):
+    ws = await connect(c.server)
+    assert (await recv_json(ws))["type"] == "ready"
+    await ws.send(bytes((1 << 20) + 2))  # default --max-message-bytes is 1 MiB
+    messages, code, _ = await read_until_closed(ws)
+    assert code == 1009, f"close code {code}"
+    assert any(m["type"] == "error" and m["code"] == "message_too_large" for m in messages), messages
+
+
+async def test_too_many_streams_refused(c):
+    held = [await connect(c.server) for _ in range(4)]  # --max-streams 4
+    try:
+        status, body = upgrade_request(c.server)
+        assert status == 503 and body["error"]["code"] == "too_many_streams", (status, body)
+        try:
+            await connect(c.server)
+            raise AssertionError("a fifth stream was accepted")
+        except websockets.exceptions.InvalidStatusCode as e:
+            assert e.status_code == 503
+    finally:
+        for ws in held:
+            await ws.close()
+    await asyncio.sleep(0.2)
+    ws = await connect(c.server)  # room again
+    await ws.close()
+
+
+async def test_token(c):
+    status, body = upgrade_request(c.server, headers={})
+    assert status == 401 and body["error"]["code"] == "unauthorized", (status, body)
+    status, body = upgrade_request(c.server, headers={"Authorization": "Bearer wrong"})
+    assert status == 401, status
+    status, _ = upgrade_request(c.server, query=f"token={TOKEN}", headers={})
+    assert status == 101, status
+    status, _, body = http_request("POST", c.server.url("/v1/vad"), body=b"x")
+    assert status == 401 and json.loads(body)["error"]["code"] == "unauthorized"
+
+
+async def test_origin(c):
+    status, body = upgrade_request(c.server, headers={**AUTH, "Origin": "http://evil.example"})
+    assert status == 403 and body["error"]["code"] == "forbidden_origin", (status, body)
+    for ok in [f"http://127.0.0.1:{c.server.port}", "http://allowed.example"]:
+        status, _ = upgrade_request(c.server, headers={**AUTH, "Origin": ok})
+        assert status == 101, (ok, status)
+
+
+async def test_bad_query_400(c):
+    for query in ["encoding=mp3", "sample_rate=-5", "threshold=7", "events=words", "treshold=0.5",
+                  "min_speech_ms=abc"]:
+        status, body = upgrade_request(c.server, query=query)
+        assert status == 400 and body["error"]["code"] == "bad_request" and body["error"]["message"], (query, body)
+
+
+async def test_slow_reader_bounded(c):
+    """A client that sends fast with events=vad and reads nothing: the server drops only vad
+    messages (and says so), keeps its memory bounded, keeps serving others, and still delivers
+    every speech event."""
+    rss_before = c.server.rss_bytes()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", c.server.port))
+    sock.setblocking(False)
+    ws = await websockets.connect(c.server.ws_url("events=vad"), sock=sock, extra_headers=AUTH, max_size=None,
+                                  max_queue=4, read_limit=4096, open_timeout=10)
+    minutes = 5
+    data = c.pcm * (minutes * 60 * c.rate * 2 // len(c.pcm) + 1)
+    rss_peak = 0
+    for i in range(0, len(data), 32000):
+        await asyncio.wait_for(ws.send(data[i:i + 32000]), 20)
+        if i % (32000 * 50) == 0:
+            rss_peak = max(rss_peak, c.server.rss_bytes())
+    # Others are still served meanwhile.
+    status, _, body = http_request("GET", c.server.url("/healthz"))
+    assert status == 200 and json.loads(body)["status"] == "ok"
+    await ws.send(json.dumps({"type": "close"}))
+    await asyncio.sleep(1.0)
+    rss_peak = max(rss_peak, c.server.rss_bytes())
+    messages, code, _ = await read_until_closed(ws, timeout=40)
+    assert code == 1000, code
+    dropped = sum(m.get("dropped_messages", 0) for m in messages if m["type"] == "overload")
+    vad = sum(1 for m in messages if m["type"] == "vad")
+    frames = (len(data) // 2 + 511) // 512
+    assert dropped > 0, f"no vad message was dropped ({vad} of {frames} arrived): the test did not fill the queue"
+    # The engine's own event ring may drop a few more under load (counted in /metrics).
+    assert frames - 100 <= vad + dropped <= frames, f"{vad} sent + {dropped} dropped vs {frames} frames"
+    # Speech events are never dropped: the segments are those of the whole (repeated) recording.
+    path = os.path.join(c.tmp, "long.wav")
+    write_wav(path, data, c.rate)
+    want = segments_of(cli_json(c.brisvox, path))
+    assert same_segments(speech_segments(messages), want), "speech events were lost"
+    growth = rss_peak - rss_before
+    assert growth < 64 << 20, f"server memory grew by {growth >> 20} MiB"
+    c.log(f"slow reader: {dropped} of {frames} vad messages dropped, server RSS +{growth >> 20} MiB")
+
+
+async def test_post_vad(c):
+    data = open(c.args.sample, "rb").read()
+    status, headers, body = http_request("POST", c.server.url("/v1/vad"), body=data, headers=AUTH)
+    assert status == 200, (status, body)
+    got = json.loads(body)
+    want = dict(c.reference, file="request")
+    assert got == want, f"{got} != {want}"
+    status, _, body = http_request("POST", c.server.url("/v1/vad?name=sample.wav&encoding=pcm_s16le&sample_rate=16000"),
+                                   body=c.pcm, headers=AUTH)
+    assert status == 200 and json.loads(body) == dict(c.reference, file="sample.wav"), body
+    status, _, body = http_request("POST", c.server.url("/v1/vad"), body=b"RIFF garbage" * 10, headers=AUTH)
+    assert status in (400, 415) and json.loads(body)["error"]["code"] in ("bad_audio", "unsupported_audio"), body
+    status, _, body = http_request("POST", c.server.url("/v1/vad"), body=bytes(3 << 20), headers=AUTH)
+    assert status == 413 and json.loads(body)["error"]["code"] == "payload_too_large", (status, body)
+
+
+async def test_healthz_metrics_page(c):
+    status, _, body = http_request("GET", c.server.url("/healthz"))
+    assert status == 200 and json.loads(body)["status"] == "ok", body
+    status, headers, body = http_request("GET", c.server.url("/metrics"))
+    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4"), headers
+    text = body.decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    for name in ["brisvox_active_streams", "brisvox_websocket_sessions_active", "brisvox_streams_opened_total",
+                 "brisvox_streams_refused_total", "brisvox_frames_processed_total", "brisvox_batch_size_count",
+                 "brisvox_queue_delay_seconds_count", "brisvox_inference_seconds_count",
+                 "brisvox_added_latency_seconds_count", "brisvox_samples_rejected_total",
+                 'brisvox_events_dropped_total{stage="send_queue"}', "brisvox_process_resident_memory_bytes"]:
+        assert name in values, f"{name} missing from /metrics"
+    assert values["brisvox_frames_processed_total"] > 10000, values["brisvox_frames_processed_total"]
+    assert values["brisvox_streams_refused_total"] >= 1
+    assert values['brisvox_errors_total{code="bad_control"}'] >= 4
+    assert values['brisvox_errors_total{code="unauthorized"}'] >= 1
+    assert 1e7 < values["brisvox_process_resident_memory_bytes"] < 4e9
+    assert values['brisvox_queue_delay_seconds_bucket{le="+Inf"}'] == values["brisvox_queue_delay_seconds_count"]
+    assert values["brisvox_batch_size_count"] > 0 and values["brisvox_inference_seconds_sum"] > 0
+    status, _, body = http_request("GET", c.server.url("/"))
+    assert status == 200 or (status == 404 and b"index.html" in body), (status, body[:200])
+    status, _, body = http_request("GET", c.server.url("/v1/nothing"))
+    assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
+
+
+async def test_idle_timeout(c):
+    ws = await connect(c.server2)
+    assert (await recv_json(ws))["type"] == "ready"
+    t0 = time.monotonic()
+    messages, code, _ = await read_until_closed(ws, timeout=10)
+    assert code == 1008 and any(m.get("code") == "idle_timeout" for m in messages), (code, messages)
+    assert 1.5 < time.monotonic() - t0 < 6
+
+
+async def test_rate_limit_paces(c):
+    # --max-rate 2 with a 2 s burst: 6 s of audio cannot be taken in less than (6 - 2) / 2 = 2 s.
+    ws = await connect(c.server2)
+    assert (await recv_json(ws))["type"] == "ready"
+    t0 = time.monotonic()
+    await ws.send(c.pcm[:6 * 2 * c.rate])
+    await ws.send(json.dumps({"type": "flush"}))
+    while (await recv_json(ws, timeout=15))["type"] != "flushed":
+        pass
+    elapsed = time.monotonic() - t0
+    assert 1.8 < elapsed < 6, f"6 s of audio at 2x real time took {elapsed:.2f} s"
+    await ws.close()
+
+
+async def test_sigterm_drains(c):
+    cut = 3 * c.rate * 2  # 3 s: inside the first segment, which the final events must close
+    path = os.path.join(c.tmp, "first3s.wav")
+    write_wav(path, c.pcm[:cut], c.rate)
+    want = segments_of(cli_json(c.brisvox, path))
+    ws = await connect(c.server2)
+    assert (await recv_json(ws))["type"] == "ready"
+    await ws.send(c.pcm[:cut])
+    messages = [await recv_json(ws)]
+    assert messages[0]["type"] == "speech_start", messages
+    await asyncio.sleep(0.5)  # the server has read all of it (2 s burst + 2x rate)
+    c.server2.proc.send_signal(signal.SIGTERM)
+    rest, code, reason = await read_until_closed(ws, timeout=10)
+    messages += rest
+    assert code == 1001, f"close code {code} {reason}"
+    got = speech_segments(messages)
+    assert same_segments(got, want), f"{got} != {want}"
+    rc = c.server2.proc.wait(10)
+    assert rc == 0, f"exit status {rc}"
+    log = "\n".join(c.server2.lines)
+    assert re.search(r"stream \d+ open", log) and re.search(r"stream \d+ closed: code 1001", log), log
+
+
+TESTS = [
+    test_stream_s16le_random_chunks,
+    test_stream_f32le,
+    test_stream_8khz,
+    test_stream_mulaw,
+    test_stream_resampled_44k,
+    test_flush_continues_timeline,
+    test_reset_restarts_timeline,
+    test_bad_control_messages_keep_session,
+    test_oversized_message_closes_1009,
+    test_too_many_streams_refused,
+    test_token,
+    test_origin,
+    test_bad_query_400,
+    test_slow_reader_bounded,
+    test_post_vad,
+    test_healthz_metrics_page,
+    # On the second server (--max-rate 2 --idle-timeout-s 2); the last one stops it.
+    test_idle_timeout,
+    test_rate_limit_paces,
+    test_sigterm_drains,
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--brisvox", required=True)
+    ap.add_argument("--sample", required=True)
+    ap.add_argument("--only", action="append", help="run only tests whose name contains this")
+    ap.add_argument("--test-timeout", type=float, default=30, help="seconds per test")
+    ap.add_argument("--budget", type=float, default=58, help="seconds for all the tests")
+    args = ap.parse_args()
+    tests = [t for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
+    failures = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="brisvox-server-test-") as tmp:
+        c = Context(args, tmp)
+        c.log = lambda msg: print(f"    {msg}", flush=True)
+        servers = []
+        try:
+            c.server = Server(args.brisvox, "--workers", "2", "--io-threads", "2", "--token", TOKEN,
+                              "--max-streams", "4", "--max-rate", "1000", "--max-body-bytes", "2000000",
+                              "--allow-origin", "http://allowed.example")
+            servers.append(c.server)
+            c.server2 = Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-rate", "2",
+                               "--idle-timeout-s", "2", "--drain-timeout-s", "5")
+            servers.append(c.server2)
+            for t in tests:
+                t0 = time.monotonic()
+                left = args.budget - (t0 - started)
+                try:
+                    if left < 1:
+                        raise TimeoutError(f"the whole script's {args.budget} s budget is spent")
+                    asyncio.run(asyncio.wait_for(t(c), min(args.test_timeout, left)))
+                    print(f"PASS {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
+                except Exception:
+                    failures.append(t.__name__)
+                    print(f"FAIL {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
+                    traceback.print_exc()
+        finally:
+            for s in servers:
+                s.kill()
+            if failures:
+                for s in servers:
+                    print(f"--- server {s.port} stderr:\n" + "\n".join(s.lines[-40:]), file=sys.stderr)
+    print(f"{len(tests) - len(failures)} of {len(tests)} passed in {time.monotonic() - started:.1f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
