@@ -17,5 +17,10 @@ inline constexpr int kExitUsage = 2;
 
 Command add_vad_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
+Command add_mel_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_turn_command(CLI::App& app);
+Command add_loadtest_command(CLI::App& app);
 
 }  // namespace brisvox::cli

@@ -20,7 +20,11 @@ int main(int argc, char** argv) {
       "  brisvox vad --format rttm *.wav > vad.rttm   many files, RTTM\n"
       "  brisvox vad --model v5 --frame-probs a.flac  with per-chunk probabilities\n"
       "  brisvox vad --raw-rate 8000 --raw-encoding mulaw call.ul\n"
+      "  brisvox turn --turn-model smart-turn-v3.2-cpu.onnx call.wav   end-of-turn detection\n"
+      "  brisvox serve --port 8700                    WebSocket/HTTP server (docs/PROTOCOL.md)\n"
       "  brisvox doctor                               ONNX Runtime, models, threads\n"
+      "  brisvox mel speech.wav -o mel.npy            Whisper log-mel features [80, frames]\n"
+      "  brisvox bench --json                         streams per core, latency, vs a session per stream\n"
       "Run `brisvox COMMAND --help` for the options of a command.");
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("brisvox {} (ONNX Runtime {})", BRISVOX_VERSION,
@@ -35,8 +39,14 @@ int main(int argc, char** argv) {
     commands[sub] = adder(*sub);
   };
   add(&cli::add_vad_command, "vad", "Detect speech in audio files and print the segments");
+  add(&cli::add_turn_command, "turn", "Detect speech and the ends of turns (Smart Turn v3) in audio files");
+  add(&cli::add_serve_command, "serve", "Serve speech detection over HTTP and WebSocket (docs/PROTOCOL.md)");
   add(&cli::add_doctor_command, "doctor",
       "Report the ONNX Runtime build, providers, bundled models and thread use");
+  add(&cli::add_mel_command, "mel", "Write the Whisper log-mel features of an audio file as .npy");
+  add(&cli::add_bench_command, "bench",
+      "Measure streams per core, added latency and memory per stream against a session per stream");
+  add(&cli::add_loadtest_command, "loadtest", "Load-test a running `brisvox serve` on this machine: WebSocket streams in real time");
 
   try {
     app.parse(argc, argv);

@@ -17,6 +17,8 @@ struct ServeOptions {
   std::string models_dir;
   std::string model = "v6";
   int workers = 0;
+  std::string turn_model;
+  int turn_threads = 1;
 };
 
 int run_serve(ServeOptions& o) {
@@ -26,6 +28,8 @@ int run_serve(ServeOptions& o) {
   }
   o.config.engine.vad_model = o.model;
   o.config.engine.num_workers = o.workers;
+  o.config.engine.turn_model = o.turn_model;
+  o.config.engine.turn_session.intra_op_threads = o.turn_threads;
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
   std::fprintf(stderr, "brisvox serve: listening on %s\n", server.url().c_str());
   std::fflush(stderr);
@@ -54,6 +58,10 @@ Command add_serve_command(CLI::App& app) {
                  "Folder of the bundled models (default: $BRISVOX_MODELS_DIR or the build's)");
   app.add_option("--model", o->model, "v5, v6 (bundled) or the path of a Silero VAD .onnx")->capture_default_str();
   app.add_option("--workers", o->workers, "Inference threads (default: one per core)");
+  app.add_option("--turn-model", o->turn_model,
+                 "Smart Turn v3.x .onnx: enables events=turn (turn_end / turn_incomplete) on /v1/stream");
+  app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")
+      ->capture_default_str();
   app.add_option("--io-threads", c.io_threads, "Network threads (they never run inference)")->capture_default_str();
   app.add_option("--max-streams", l.max_streams, "WebSocket streams open at once; more are refused with 503")
       ->capture_default_str();

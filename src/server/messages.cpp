@@ -24,7 +24,15 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
   c["sample_rate"] = s.sample_rate_hz;
   c["encoding"] = to_string(request.encoding);
   c["model_rate"] = model_rate_hz;
-  c["events"] = s.emit_probabilities ? Json::array({"vad"}) : Json::array();
+  c["events"] = Json::array();
+  if (s.emit_probabilities) c["events"].push_back("vad");
+  if (s.detect_turns) {
+    c["events"].push_back("turn");
+    c["stop_ms"] = s.turn.stop_ms;
+    c["pre_speech_ms"] = s.turn.pre_speech_ms;
+    c["max_silence_ms"] = s.turn.max_silence_ms;
+    c["turn_threshold"] = s.turn.turn_threshold;
+  }
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();
   c["min_speech_ms"] = p.min_speech_ms;
@@ -49,6 +57,20 @@ std::string speech_start_message(double start_s) {
 
 std::string speech_end_message(double start_s, double end_s) {
   return fmt::format(R"({{"type":"speech_end","start":{},"end":{}}})", start_s, end_s);
+}
+
+std::string turn_end_message(double start_s, double end_s, float probability, std::string_view reason) {
+  if (probability < 0.0f) {
+    return fmt::format(R"({{"type":"turn_end","start":{},"end":{},"probability":null,"reason":"{}"}})", start_s, end_s,
+                       reason);
+  }
+  return fmt::format(R"({{"type":"turn_end","start":{},"end":{},"probability":{},"reason":"{}"}})", start_s, end_s,
+                     probability, reason);
+}
+
+std::string turn_incomplete_message(double start_s, double end_s, float probability) {
+  return fmt::format(R"({{"type":"turn_incomplete","start":{},"end":{},"probability":{}}})", start_s, end_s,
+                     probability);
 }
 
 std::string vad_message(double frame_start_s, float probability) {

@@ -123,9 +123,11 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
         list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
         if (item == "vad") {
           r.stream.emit_probabilities = true;
+        } else if (item == "turn") {
+          r.stream.detect_turns = true;  // the server checks it has a turn model
         } else if (!item.empty()) {
           fail(
-              fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad "
+              fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad, turn "
                           "(speech_start, speech_end, overload and error are always sent)",
                           item));
         }
@@ -150,11 +152,20 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
       p.min_silence_at_max_speech_ms = parse_int_in(key, value, 0, std::numeric_limits<int>::max());
     } else if (key == "use_max_poss_sil_at_max_speech") {
       p.use_max_poss_sil_at_max_speech = parse_bool(key, value);
+    } else if (key == "stop_ms") {
+      r.stream.turn.stop_ms = parse_int_in(key, value, 0, 60000);
+    } else if (key == "pre_speech_ms") {
+      r.stream.turn.pre_speech_ms = parse_int_in(key, value, 0, 8000);
+    } else if (key == "max_silence_ms") {
+      r.stream.turn.max_silence_ms = parse_int_in(key, value, 0, 600000);
+    } else if (key == "turn_threshold") {
+      r.stream.turn.turn_threshold = parse_double(key, value);
     } else {
       fail(
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
                       "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
-                      "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech",
+                      "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, stop_ms, pre_speech_ms, "
+                      "max_silence_ms, turn_threshold",
                       key, endpoint == AudioEndpoint::kVad ? "name, " : ""));
     }
   }

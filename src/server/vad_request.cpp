@@ -67,11 +67,13 @@ HttpAnswer error_answer(int status, std::string_view code, std::string_view mess
 struct Result {
   std::vector<std::pair<double, double>> segments_s;
   std::vector<float> frame_probs;
+  nlohmann::ordered_json turns = nlohmann::ordered_json::array();  // with events=turn
 };
 
 // Feeds the audio as fast as the stream takes it (as `brisvox vad` does) and collects the events.
 Result run_stream(Engine& engine, const Audio& audio, StreamConfig config, const std::atomic<bool>& abort) {
   config.sample_rate_hz = audio.sample_rate_hz;
+  config.turn_wait_for_verdict = true;  // a whole file: the result must not depend on timing
   Stream stream = engine.open_stream(config);
   Result r;
   std::size_t pushed = 0;
@@ -104,6 +106,13 @@ Result run_stream(Engine& engine, const Audio& audio, StreamConfig config, const
           case EventType::kVadProbability:
             r.frame_probs.push_back(e.probability);
             break;
+          case EventType::kTurnEnd: {
+            nlohmann::ordered_json t{{"start", e.start_s}, {"end", e.end_s}};
+            if (e.probability >= 0.0f) t["probability"] = e.probability; else t["probability"] = nullptr;
+            t["reason"] = std::string(to_string(e.turn_reason));
+            r.turns.push_back(std::move(t));
+            break;
+          }
           case EventType::kError:
             throw Error(e.error_code, stream.last_error());
           case EventType::kEndOfStream:
@@ -180,6 +189,7 @@ HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_vi
     j["segments"] = nlohmann::ordered_json::array();
     for (const auto& [start, end] : r.segments_s) j["segments"].push_back({{"start", start}, {"end", end}});
     if (request.stream.emit_probabilities) j["frame_probs"] = r.frame_probs;
+    if (request.stream.detect_turns) j["turns"] = r.turns;  // as `brisvox turn` prints them
     HttpAnswer a;
     a.body = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     return a;

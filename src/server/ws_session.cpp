@@ -337,8 +337,12 @@ void WsSession::handle_event(const Event& e) {
     case EventType::kEndOfStream:
       on_end_of_stream();
       break;
-    default:
-      break;  // event types this protocol does not carry (yet): the stream never asks for them
+    case EventType::kTurnEnd:
+      send(turn_end_message(timeline_s(e.start_s), timeline_s(e.end_s), e.probability, to_string(e.turn_reason)));
+      break;
+    case EventType::kTurnIncomplete:
+      send(turn_incomplete_message(timeline_s(e.start_s), timeline_s(e.end_s), e.probability));
+      break;
   }
 }
 

@@ -1,0 +1,451 @@
+#include "cli/loadtest_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket.hpp>
+#include <charconv>
+#include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <thread>
+
+#include "brisvox/audio/audio_file.h"
+#include "brisvox/audio/resampler.h"
+#include "brisvox/error.h"
+
+namespace brisvox::cli::loadtest {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using Clock = std::chrono::steady_clock;
+using boost::system::error_code;
+
+static_assert(std::endian::native == std::endian::little, "the audio is sent as the host's int16: little-endian only");
+
+constexpr std::size_t kRing = 1024;  // send times of the last 1024 frames (32.8 s) per stream
+constexpr std::string_view kVadPrefix = R"({"type":"vad","t":)";
+constexpr std::string_view kCloseMessage = R"({"type":"close"})";
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// Shared, read-only during the run.
+struct Plan {
+  const LoadSpec& spec;
+  const LoopedPcm& audio;
+  Clock::time_point t0;
+  Clock::time_point measure_from;  // t0 + ramp
+  Clock::time_point window_end;    // t0 + seconds: every stream sends during [measure_from, window_end)
+  Clock::duration period;
+  std::size_t chunk_samples = 0;
+  std::size_t chunks_total = 0;
+};
+
+class StreamClient;
+
+// One event loop (thread) and the streams it owns.
+struct Loop {
+  asio::io_context io{1};
+  asio::steady_timer deadline{io};
+  std::vector<StreamClient*> streams;
+  int remaining = 0;
+  // The last stream to end stops the loop: operations Beast may still hold (a handshake or
+  // connect timer of a refused stream) must not keep the run going.
+  void stream_ended() {
+    if (--remaining == 0) {
+      deadline.cancel();
+      io.stop();
+    }
+  }
+};
+
+class StreamClient {
+ public:
+  StreamClient(Loop& loop, const Plan& plan, std::size_t index)
+      : loop_(loop), plan_(plan), index_(index), ws_(loop.io), timer_(loop.io) {
+    const auto n = static_cast<std::size_t>(plan.spec.streams);
+    offset_ = static_cast<std::size_t>(static_cast<double>(index) / static_cast<double>(n) *
+                                       static_cast<double>(plan.audio.length)) % plan.audio.length;
+    ring_.resize(kRing);
+    latencies_.reserve(plan.chunks_total * plan.chunk_samples / kFrameSamples + 1);
+    lags_.reserve(plan.chunks_total);
+  }
+
+  void start() {
+    const auto n = static_cast<double>(plan_.spec.streams);
+    const auto at = plan_.t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                   plan_.spec.ramp_s * static_cast<double>(index_) / n));
+    timer_.expires_at(at);
+    timer_.async_wait([this](error_code ec) {
+      if (!ec && !ended_) connect();
+    });
+  }
+
+  void abort() {
+    if (ended_) return;
+    aborted_ = true;
+    fail("aborted at the deadline (still open after --seconds + --ramp-s + the grace period)");
+  }
+
+  // Results, read once the loops are done.
+  bool opened_ = false, completed_ = false, aborted_ = false;
+  std::string failure_;
+  std::size_t written_ = 0;  // audio chunks handed to the socket
+  std::uint64_t frames_sent_ = 0, received_ = 0, out_of_order_ = 0, unmeasured_ = 0, after_last_ = 0;
+  std::uint64_t speech_events_ = 0, overloads_ = 0, overload_dropped_ = 0, window_msgs_ = 0;
+  std::map<std::string, std::uint64_t> errors_;
+  std::vector<float> latencies_, lags_;
+  Clock::time_point first_send_{}, last_send_{};
+
+ private:
+  void connect() {
+    auto& tcp = beast::get_lowest_layer(ws_);
+    tcp.expires_after(std::chrono::seconds(10));
+    tcp.async_connect(plan_.spec.target.endpoints,
+                      [this](error_code ec, const asio::ip::tcp::endpoint&) { on_connect(ec); });
+  }
+
+  void on_connect(error_code ec) {
+    if (ended_) return;
+    if (ec) return fail("connect: " + ec.message());
+    auto& tcp = beast::get_lowest_layer(ws_);
+    tcp.expires_never();
+    error_code ignored;
+    tcp.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+    ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(10), websocket::stream_base::none(), false});
+    ws_.set_option(websocket::stream_base::decorator([token = plan_.spec.token](websocket::request_type& req) {
+      req.set(beast::http::field::user_agent, "brisvox-loadtest");
+      if (!token.empty()) req.set(beast::http::field::authorization, "Bearer " + token);
+    }));
+    ws_.async_handshake(response_, plan_.spec.target.host_header, plan_.spec.target.path,
+                        [this](error_code e) { on_handshake(e); });
+  }
+
+  void on_handshake(error_code ec) {
+    if (ended_) return;
+    if (ec == websocket::error::upgrade_declined) {
+      std::string code;
+      try {
+        code = nlohmann::json::parse(response_.body()).at("error").at("code").get<std::string>();
+      } catch (const std::exception&) {
+      }
+      return fail(fmt::format("refused: HTTP {}{}", response_.result_int(), code.empty() ? "" : " " + code));
+    }
+    if (ec) return fail("handshake: " + ec.message());
+    opened_ = true;
+    read_next();
+    // The first slot of this stream's schedule after now: phase index/S of the period.
+    const auto phase = plan_.period * static_cast<long>(index_) / plan_.spec.streams;
+    const auto base = plan_.t0 + phase;
+    const auto now = Clock::now();
+    long n0 = 0;
+    if (now > base) n0 = static_cast<long>((now - base + plan_.period - Clock::duration(1)) / plan_.period);
+    anchor_ = base + plan_.period * n0;
+    arm_tick();
+  }
+
+  Clock::time_point slot(std::size_t j) const { return anchor_ + plan_.period * static_cast<long>(j); }
+
+  void arm_tick() {
+    timer_.expires_at(slot(due_));
+    timer_.async_wait([this](error_code ec) {
+      if (ec || ended_) return;
+      ++due_;
+      if (due_ < plan_.chunks_total) arm_tick();
+      write_next();
+    });
+  }
+
+  void write_next() {
+    if (writing_ || ended_) return;
+    if (written_ < due_) {
+      const auto now = Clock::now();
+      lags_.push_back(static_cast<float>(ms(now - slot(written_))));
+      const std::size_t chunk = plan_.chunk_samples;
+      const std::int16_t* data =
+          plan_.audio.samples.data() + (offset_ + written_ * chunk) % plan_.audio.length;
+      samples_sent_ += chunk;
+      const std::uint64_t whole = samples_sent_ / kFrameSamples;
+      const auto stamp = now.time_since_epoch().count();
+      for (; frames_sent_ < whole; ++frames_sent_) ring_[frames_sent_ % kRing] = stamp;
+      if (written_ == 0) first_send_ = now;
+      last_send_ = now;
+      if (now >= plan_.measure_from && now < plan_.window_end) ++window_msgs_;
+      ++written_;
+      writing_ = true;
+      ws_.binary(true);
+      ws_.async_write(asio::buffer(data, chunk * sizeof(std::int16_t)),
+                      [this](error_code ec, std::size_t) { on_write(ec); });
+    } else if (written_ == plan_.chunks_total && !close_sent_) {
+      close_sent_ = true;
+      writing_ = true;
+      ws_.text(true);
+      ws_.async_write(asio::buffer(kCloseMessage.data(), kCloseMessage.size()),
+                      [this](error_code ec, std::size_t) { on_write(ec); });
+    }
+  }
+
+  void on_write(error_code ec) {
+    writing_ = false;
+    if (ended_) return;
+    if (ec) return fail("write: " + ec.message());
+    write_next();
+  }
+
+  void read_next() {
+    ws_.async_read(buffer_, [this](error_code ec, std::size_t) { on_read(ec); });
+  }
+
+  void on_read(error_code ec) {
+    const auto now = Clock::now();
+    if (ended_) return;
+    if (ec == websocket::error::closed) {
+      const auto& reason = ws_.reason();
+      if (close_sent_ && reason.code == websocket::close_code::normal) {
+        completed_ = true;
+        return end();
+      }
+      return fail(fmt::format("closed by the server: {}{}{}", static_cast<unsigned>(reason.code),
+                              reason.reason.empty() ? "" : " ", std::string(reason.reason.c_str())));
+    }
+    if (ec) return fail("read: " + ec.message());
+    if (ws_.got_text()) {
+      const auto bytes = buffer_.cdata();
+      handle_text(std::string_view(static_cast<const char*>(bytes.data()), bytes.size()), now);
+    }
+    buffer_.consume(buffer_.size());
+    read_next();
+  }
+
+  void handle_text(std::string_view text, Clock::time_point now) {
+    if (text.starts_with(kVadPrefix)) {  // the hot path: no JSON parser
+      double t = 0;
+      const auto [end, errc] = std::from_chars(text.data() + kVadPrefix.size(), text.data() + text.size(), t);
+      if (errc == std::errc()) return on_vad(std::llround(t * kRateHz / kFrameSamples), now);
+    }
+    try {
+      const auto j = nlohmann::json::parse(text);
+      const std::string type = j.value("type", "");
+      if (type == "vad") {
+        on_vad(std::llround(j.at("t").get<double>() * kRateHz / kFrameSamples), now);
+      } else if (type == "error") {
+        ++errors_[j.value("code", "?")];
+      } else if (type == "overload") {
+        ++overloads_;
+        overload_dropped_ += j.value("dropped_messages", std::uint64_t{0});
+      } else if (type == "speech_start" || type == "speech_end") {
+        ++speech_events_;
+      }
+    } catch (const std::exception&) {
+      ++errors_["(unparsable message from the server)"];
+    }
+  }
+
+  void on_vad(long long k, Clock::time_point now) {
+    if (k < 0 || static_cast<std::uint64_t>(k) >= frames_sent_) {
+      ++after_last_;  // the zero-padded partial frame a close analyses
+      return;
+    }
+    const auto frame = static_cast<std::uint64_t>(k);
+    ++received_;
+    if (frame != next_expected_) ++out_of_order_;
+    next_expected_ = frame + 1;
+    if (frames_sent_ - frame > kRing) {
+      ++unmeasured_;
+      return;
+    }
+    const Clock::time_point sent{Clock::duration(ring_[frame % kRing])};
+    if (sent >= plan_.measure_from) latencies_.push_back(static_cast<float>(ms(now - sent)));
+  }
+
+  void fail(std::string why) {
+    failure_ = std::move(why);
+    end();
+  }
+
+  void end() {
+    if (ended_) return;
+    ended_ = true;
+    timer_.cancel();
+    beast::get_lowest_layer(ws_).close();
+    loop_.stream_ended();
+  }
+
+  Loop& loop_;
+  const Plan& plan_;
+  const std::size_t index_;
+  websocket::stream<beast::tcp_stream> ws_;
+  websocket::response_type response_;
+  asio::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::size_t offset_ = 0;
+  Clock::time_point anchor_{};
+  std::size_t due_ = 0;  // chunks whose slot has come
+  std::uint64_t samples_sent_ = 0;
+  std::uint64_t next_expected_ = 0;
+  std::vector<Clock::rep> ring_;
+  bool writing_ = false, close_sent_ = false, ended_ = false;
+};
+
+}  // namespace
+
+LoopedPcm LoopedPcm::load(const std::string& path, std::size_t tail_samples) {
+  Audio audio = load_audio(path);
+  std::vector<float> samples =
+      audio.sample_rate_hz == kRateHz ? std::move(audio.samples) : resample(audio.samples, audio.sample_rate_hz, kRateHz);
+  if (samples.empty()) throw Error(ErrorCode::kBadAudio, fmt::format("'{}' holds no audio", path));
+  LoopedPcm out;
+  out.source = path;
+  out.length = samples.size();
+  out.samples.reserve(out.length + tail_samples);
+  for (std::size_t i = 0; i < out.length + tail_samples; ++i) {
+    const float x = std::clamp(samples[i % out.length] * 32768.0f, -32768.0f, 32767.0f);
+    out.samples.push_back(static_cast<std::int16_t>(std::lrint(x)));
+  }
+  return out;
+}
+
+Distribution Distribution::of(std::vector<float>& v) {
+  Distribution d;
+  d.count = v.size();
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (float x : v) sum += x;
+  d.mean = sum / static_cast<double>(v.size());
+  const auto rank = [&](double q) {  // nearest rank
+    const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return static_cast<double>(v[std::clamp<std::size_t>(i, 1, v.size()) - 1]);
+  };
+  d.p50 = rank(0.50);
+  d.p99 = rank(0.99);
+  d.p999 = rank(0.999);
+  d.max = v.back();
+  return d;
+}
+
+LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
+  const int num_loops = std::clamp(spec.threads, 1, spec.streams);
+  std::vector<std::unique_ptr<Loop>> loops;
+  for (int i = 0; i < num_loops; ++i) loops.push_back(std::make_unique<Loop>());
+
+  const auto t0 = Clock::now() + std::chrono::milliseconds(100);
+  const auto secs = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  Plan plan{spec, audio, t0, t0 + secs(spec.ramp_s), t0 + secs(spec.seconds), std::chrono::milliseconds(spec.chunk_ms)};
+  plan.chunk_samples = static_cast<std::size_t>(spec.chunk_ms) * kRateHz / 1000;
+  plan.chunks_total = static_cast<std::size_t>(std::llround(spec.seconds * 1000.0 / spec.chunk_ms));
+
+  std::vector<std::unique_ptr<StreamClient>> streams;
+  for (int i = 0; i < spec.streams; ++i) {
+    Loop& loop = *loops[static_cast<std::size_t>(i % num_loops)];
+    streams.push_back(std::make_unique<StreamClient>(loop, plan, static_cast<std::size_t>(i)));
+    loop.streams.push_back(streams.back().get());
+    ++loop.remaining;
+  }
+  const auto deadline = t0 + secs(spec.ramp_s + spec.seconds + spec.grace_s);
+  for (auto& loop : loops) {
+    for (StreamClient* s : loop->streams) s->start();
+    loop->deadline.expires_at(deadline);
+    loop->deadline.async_wait([l = loop.get()](error_code ec) {
+      if (ec) return;  // cancelled: every stream ended
+      for (StreamClient* s : l->streams) s->abort();
+    });
+  }
+
+  // The mid-run probe, skipped if the run ends first.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread prober;
+  if (spec.probe) {
+    prober = std::thread([&] {
+      std::unique_lock lock(mu);
+      if (cv.wait_until(lock, t0 + secs(spec.probe_at_s), [&] { return finished; })) return;
+      lock.unlock();
+      spec.probe();
+    });
+  }
+
+  std::vector<std::thread> threads;
+  for (auto& loop : loops) threads.emplace_back([l = loop.get()] { l->io.run(); });
+  for (auto& t : threads) t.join();
+  const auto t_end = Clock::now();
+  {
+    std::lock_guard lock(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  if (prober.joinable()) prober.join();
+
+  LoadResult r;
+  r.streams = spec.streams;
+  r.wall_s = std::chrono::duration<double>(t_end - t0).count();
+  r.target_msgs_per_s = spec.streams * 1000.0 / spec.chunk_ms;
+  std::vector<float> latencies, lags;
+  std::uint64_t window_msgs = 0;
+  double factor_sum = 0;
+  int factor_n = 0;
+  r.realtime_factor_min = 0;
+  Clock::time_point first_any = Clock::time_point::max(), last_any = Clock::time_point::min();
+  for (auto& s : streams) {
+    if (s->opened_) ++r.opened;
+    if (s->completed_) {
+      ++r.completed;
+    } else {
+      ++r.connection_failures;
+      ++r.failure_reasons[s->failure_.empty() ? "unknown" : s->failure_];
+    }
+    if (s->aborted_) ++r.aborted;
+    r.messages_sent += s->written_;
+    r.frames_sent += s->frames_sent_;
+    r.frames_received += s->received_;
+    if (s->frames_sent_ > s->received_) {
+      r.frames_lost += s->frames_sent_ - s->received_;
+      ++r.streams_with_loss;
+    }
+    r.frames_out_of_order += s->out_of_order_;
+    r.frames_unmeasured += s->unmeasured_;
+    r.vad_after_last_frame += s->after_last_;
+    r.speech_events += s->speech_events_;
+    r.overloads += s->overloads_;
+    r.overload_dropped_messages += s->overload_dropped_;
+    for (const auto& [code, n] : s->errors_) r.errors[code] += n;
+    latencies.insert(latencies.end(), s->latencies_.begin(), s->latencies_.end());
+    lags.insert(lags.end(), s->lags_.begin(), s->lags_.end());
+    window_msgs += s->window_msgs_;
+    if (s->written_ > 1) {
+      const double audio_s = static_cast<double>(s->written_) * spec.chunk_ms / 1000.0;
+      const double wall = std::chrono::duration<double>(s->last_send_ - s->first_send_ + plan.period).count();
+      const double factor = audio_s / wall;
+      r.realtime_factor_min = factor_n == 0 ? factor : std::min(r.realtime_factor_min, factor);
+      factor_sum += factor;
+      ++factor_n;
+      first_any = std::min(first_any, s->first_send_);
+      last_any = std::max(last_any, s->last_send_);
+    }
+  }
+  r.audio_sent_s = static_cast<double>(r.messages_sent) * spec.chunk_ms / 1000.0;
+  r.realtime_factor_mean = factor_n > 0 ? factor_sum / factor_n : 0.0;
+  if (spec.seconds > spec.ramp_s + 1.0) {
+    r.send_rate_msgs_per_s = static_cast<double>(window_msgs) / (spec.seconds - spec.ramp_s);
+  } else if (factor_n > 0) {
+    r.send_rate_msgs_per_s =
+        static_cast<double>(r.messages_sent) / std::chrono::duration<double>(last_any - first_any + plan.period).count();
+  }
+  r.latency_ms = Distribution::of(latencies);
+  r.send_lag_ms = Distribution::of(lags);
+  return r;
+}
+
+}  // namespace brisvox::cli::loadtest

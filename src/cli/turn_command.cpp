@@ -1,0 +1,102 @@
+// `brisvox turn FILE...`: voice activity + end-of-turn detection (Smart Turn v3) on files.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "brisvox/engine/engine.h"
+#include "brisvox/error.h"
+#include "cli/commands.h"
+#include "cli/file_runner.h"
+
+namespace brisvox::cli {
+namespace {
+
+struct TurnOptions {
+  std::vector<std::string> files;
+  std::string turn_model;
+  std::string model = "v6";
+  int workers = 0;
+  int turn_workers = 1;
+  int turn_threads = 1;
+  bool with_segments = false;
+  SegmenterParams vad;
+  TurnParams turn;
+};
+
+int run_turn(const TurnOptions& o) {
+  o.vad.validate();
+  o.turn.validate();
+  EngineConfig ec;
+  ec.vad_model = o.model;
+  ec.num_workers = o.workers;
+  ec.turn_model = o.turn_model;
+  ec.num_turn_workers = o.turn_workers;
+  ec.turn_session.intra_op_threads = o.turn_threads;
+  ec.admission_control = false;
+  Engine engine(ec);
+  FileRunnerOptions run_options;
+  run_options.stream.vad = o.vad;
+  run_options.stream.detect_turns = true;
+  run_options.stream.turn = o.turn;
+  run_options.stream.turn_wait_for_verdict = true;  // a file's result must not depend on timing
+  // Each file in flight holds up to 9.5 s of history for turn analyses: keep the count modest.
+  run_options.max_open = static_cast<std::size_t>(engine.num_workers()) * 8;
+  int failures = 0;
+  run_files(engine, o.files, run_options, [&](const FileResult& r) {
+    if (r.error) {
+      std::fprintf(stderr, "brisvox turn: %s: error [%s]: %s\n", r.file.c_str(),
+                   std::string(to_string(r.error->code())).c_str(), r.error->what());
+      ++failures;
+      return;
+    }
+    nlohmann::ordered_json j;
+    j["file"] = r.file;
+    j["sample_rate"] = r.input_sample_rate_hz;
+    j["duration"] = r.duration_s;
+    j["turns"] = nlohmann::ordered_json::array();
+    for (const auto& t : r.turns) {
+      nlohmann::ordered_json turn{{"start", t.start_s}, {"end", t.end_s}};
+      if (t.probability >= 0.0f) turn["probability"] = t.probability; else turn["probability"] = nullptr;
+      turn["reason"] = std::string(to_string(t.reason));
+      j["turns"].push_back(turn);
+    }
+    if (o.with_segments) {
+      j["segments"] = nlohmann::ordered_json::array();
+      for (const auto& [start, end] : r.segments_s) j["segments"].push_back({{"start", start}, {"end", end}});
+    }
+    fmt::print("{}\n", j.dump());
+    std::fflush(stdout);
+  });
+  return failures == 0 ? kExitOk : kExitInputFailed;
+}
+
+}  // namespace
+
+Command add_turn_command(CLI::App& app) {
+  auto o = std::make_shared<TurnOptions>();
+  app.footer(
+      "Output: one JSON object per file per line,\n"
+      "  {\"file\":..., \"sample_rate\":..., \"duration\":s, \"turns\":[{\"start\":s,\"end\":s,\"probability\":p,\"reason\":r}]}\n"
+      "reason: model (Smart Turn said the speaker finished), timeout (max silence), end_of_stream.\n"
+      "Smart Turn files are not bundled: see docs/MODELS.md for where to get smart-turn-v3.x.onnx.\n"
+      "Examples:\n"
+      "  brisvox turn --turn-model smart-turn-v3.2-cpu.onnx call.wav\n"
+      "  brisvox turn --turn-model m.onnx --stop-ms 300 --max-silence-ms 2000 --segments *.wav");
+  app.add_option("files", o->files, "Audio files (any rate; 8/16 kHz native for the VAD)")->required();
+  app.add_option("--turn-model", o->turn_model, "Smart Turn v3.x .onnx file")->required();
+  app.add_option("--model", o->model, "VAD model: v5, v6 or a path")->capture_default_str();
+  app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
+  app.add_option("--turn-workers", o->turn_workers, "Smart Turn threads")->capture_default_str();
+  app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")->capture_default_str();
+  app.add_flag("--segments", o->with_segments, "Also print the VAD speech segments");
+  app.add_option("--stop-ms", o->turn.stop_ms, "Pause that triggers an analysis")->capture_default_str();
+  app.add_option("--pre-speech-ms", o->turn.pre_speech_ms, "Audio kept before the turn's first speech")->capture_default_str();
+  app.add_option("--max-silence-ms", o->turn.max_silence_ms, "Silence that ends a turn without a verdict")->capture_default_str();
+  app.add_option("--turn-threshold", o->turn.turn_threshold, "Probability above which a turn is complete")->capture_default_str();
+  app.add_option("--threshold", o->turn.threshold, "Speech probability of a frame (turn tracking)")->capture_default_str();
+  return [o] { return run_turn(*o); };
+}
+
+}  // namespace brisvox::cli
