@@ -455,6 +455,31 @@ async def test_post_vad(c):
     assert status == 413 and json.loads(body)["error"]["code"] == "payload_too_large", (status, body)
 
 
+async def test_turn_events(c):
+    # Live stream: turn events arrive, well-formed (their verdicts depend on timing: see PROTOCOL.md).
+    messages, code, _ = await stream_file(c.server, "sample_rate=16000&encoding=pcm_s16le&events=turn", c.pcm, c.rng)
+    assert code == 1000, f"close code {code}"
+    assert "turn" in messages[0]["config"]["events"], messages[0]
+    turns = [m for m in messages if m["type"] in ("turn_end", "turn_incomplete")]
+    ends = [m for m in turns if m["type"] == "turn_end"]
+    assert len(ends) >= 2, turns
+    for m in turns:
+        assert 0 <= m["start"] < m["end"] <= 28.5, m
+    assert all(m["reason"] in ("model", "timeout", "end_of_stream") for m in ends), ends
+    # A whole file: POST /v1/vad?events=turn gives exactly what `brisvox turn` prints.
+    data = open(c.args.sample, "rb").read()
+    status, _, body = http_request("POST", c.server.url("/v1/vad?events=turn"), body=data, headers=AUTH)
+    assert status == 200, (status, body)
+    got = json.loads(body)["turns"]
+    out = subprocess.run([c.brisvox, "turn", "--turn-model", c.args.turn_model, c.args.sample],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    want = json.loads(out.splitlines()[0])["turns"]
+    assert got == want, f"{got} != {want}"
+    # A server without a turn model refuses the request before the upgrade.
+    status, body = upgrade_request(c.server2, "sample_rate=16000&events=turn", headers=AUTH)
+    assert status == 400 and "turn model" in body["error"]["message"], (status, body)
+
+
 async def test_healthz_metrics_page(c):
     status, _, body = http_request("GET", c.server.url("/healthz"))
     assert status == 200 and json.loads(body)["status"] == "ok", body
@@ -547,6 +572,7 @@ TESTS = [
     test_bad_query_400,
     test_slow_reader_bounded,
     test_post_vad,
+    test_turn_events,
     test_healthz_metrics_page,
     # On the second server (--max-rate 2 --idle-timeout-s 2); the last one stops it.
     test_idle_timeout,
@@ -559,6 +585,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brisvox", required=True)
     ap.add_argument("--sample", required=True)
+    ap.add_argument("--turn-model", required=True, help="a Smart Turn v3 .onnx (the generated tiny one)")
     ap.add_argument("--only", action="append", help="run only tests whose name contains this")
     ap.add_argument("--test-timeout", type=float, default=30, help="seconds per test")
     ap.add_argument("--budget", type=float, default=58, help="seconds for all the tests")
@@ -572,6 +599,7 @@ def main():
         servers = []
         try:
             c.server = Server(args.brisvox, "--workers", "2", "--io-threads", "2", "--token", TOKEN,
+                              "--turn-model", args.turn_model,
                               "--max-streams", "4", "--max-rate", "1000", "--max-body-bytes", "2000000",
                               "--allow-origin", "http://allowed.example")
             servers.append(c.server)
