@@ -718,5 +718,34 @@ TEST(CliHelp, EveryOptionIsDocumented) {
   }
 }
 
+// --- brisvox turn (generated Smart Turn models; verdicts are checked against an offline run in
+// tests/engine/turn_engine_test.cpp) ----------------------------------------------------------
+
+TEST(CliTurn, PrintsTurnsWithReasons) {
+  const ProcessResult r =
+      brisvox({"turn", "--turn-model", generated_model("smart_turn_tiny.onnx"), "--segments", sample_wav()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json j = json::parse(r.out.substr(0, r.out.find('\n')));
+  ASSERT_GE(j.at("turns").size(), 3u) << r.out;
+  double previous_end = -1;
+  for (const json& t : j.at("turns")) {
+    EXPECT_GT(t.at("start").get<double>(), previous_end - 1e-9);
+    EXPECT_LT(t.at("start").get<double>(), t.at("end").get<double>());
+    previous_end = t.at("end").get<double>();
+    const std::string reason = t.at("reason");
+    EXPECT_TRUE(reason == "model" || reason == "timeout" || reason == "end_of_stream") << reason;
+  }
+  EXPECT_EQ(j.at("segments").size(), 5u);
+}
+
+TEST(CliTurn, NeedsATurnModelAndRefusesAWrongOne) {
+  ProcessResult r = brisvox({"turn", sample_wav()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--turn-model"), std::string::npos) << r.describe();
+  r = brisvox({"turn", "--turn-model", generated_model("smart_turn_bad_shape.onnx"), sample_wav()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("[?,80,400], expected [?,80,800]"), std::string::npos) << r.describe();
+}
+
 }  // namespace
 }  // namespace brisvox::test
