@@ -26,6 +26,7 @@
 #include "brisvox/models/model_paths.h"
 #include "brisvox/runtime/runtime_info.h"
 #include "cli/bench_runner.h"
+#include "cli/bench_turn.h"
 #include "cli/commands.h"
 
 namespace brisvox::cli {
@@ -54,6 +55,8 @@ struct BenchOptions {
   bool skip_latency = false;
   bool skip_baseline = false;
   bool json = false;
+  std::string turn_model;  // adds the end-of-turn phase
+  int turn_runs = 20;
 };
 
 // Cores this process may run on (what nproc prints), which a container or taskset may limit
@@ -217,7 +220,8 @@ int run_bench(const BenchOptions& o) {
   engine.validate();
   const bench::LoopedAudio audio = bench::LoopedAudio::load(o.wav.empty() ? default_wav() : o.wav);
   const bool latency_phase = !o.realtime && !o.skip_latency;
-  check(!(o.skip_load && o.skip_baseline && !latency_phase), "every phase is skipped: nothing to measure");
+  check(!(o.skip_load && o.skip_baseline && !latency_phase && o.turn_model.empty()),
+        "every phase is skipped: nothing to measure");
 
   Json report;
   report["brisvox_version"] = BRISVOX_VERSION;
@@ -278,6 +282,12 @@ int run_bench(const BenchOptions& o) {
     baseline = bench::run_baseline(spec, audio);
   }
 
+  nlohmann::ordered_json turn;
+  if (!o.turn_model.empty()) {
+    progress(fmt::format("turn: Smart Turn {}, {} analyses at 1, 2 and 4 threads", o.turn_model, o.turn_runs));
+    turn = bench::run_turn_phase(o.turn_model, std::span(audio.samples.data(), audio.length), o.turn_runs);
+  }
+
   // The headline numbers. Capacity only from a fast load phase; latency from the paced phase.
   const EnginePhaseResult* paced = latency ? &*latency : (load && load->realtime ? &*load : nullptr);
   const EnginePhaseResult* first_engine = load ? &*load : (latency ? &*latency : nullptr);
@@ -324,6 +334,9 @@ int run_bench(const BenchOptions& o) {
     phases["latency"]["load_fraction"] = o.latency_streams > 0 || !load ? Json(nullptr) : Json(o.latency_load);
   }
   if (baseline) phases["baseline"] = baseline_json(*baseline, o.warmup_s);
+  report["turn_latency_ms_p50"] = turn.is_null() ? Json(nullptr) : Json(turn["threads"]["1"]["p50_ms"]);
+  report["turn_latency_ms_p99"] = turn.is_null() ? Json(nullptr) : Json(turn["threads"]["1"]["p99_ms"]);
+  if (!turn.is_null()) phases["turn"] = turn;
   report["phases"] = phases;
 
   if (o.json) {
@@ -412,6 +425,9 @@ Command add_bench_command(CLI::App& app) {
                                              "else it uses --streams)");
   app.add_flag("--skip-latency", o->skip_latency, "Skip the paced latency phase");
   app.add_flag("--skip-baseline", o->skip_baseline, "Skip the session-per-stream baseline");
+  app.add_option("--turn-model", o->turn_model,
+                 "Also time end-of-turn analyses (features + Smart Turn) at 1, 2, 4 threads: turn_latency_ms_p50");
+  app.add_option("--turn-runs", o->turn_runs, "Analyses per thread setting")->capture_default_str()->check(CLI::Range(1, 10000));
   app.add_flag("--json", o->json, "Print one JSON object (progress goes to stderr when it is a terminal)");
   app.footer(
       "Phases (each: --warmup-seconds, then --seconds measured):\n"

@@ -1,0 +1,62 @@
+#include "cli/bench_turn.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "brisvox/models/turn/smart_turn.h"
+#include "brisvox/models/turn/turn_features.h"
+
+namespace brisvox::cli::bench {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+nlohmann::ordered_json run_turn_phase(const std::string& turn_model, std::span<const float> audio, int runs) {
+  nlohmann::ordered_json out;
+  out["model"] = turn_model;
+  out["runs_per_setting"] = runs;
+  TurnFeatures features;
+  std::vector<float> f(kTurnFeatureValues);
+  const std::size_t window = std::min<std::size_t>(audio.size(), kTurnWindowSamples);
+  for (int threads : {1, 2, 4}) {
+    SmartTurnConfig config;
+    config.model_path = turn_model;
+    config.max_batch = 1;
+    config.session.intra_op_threads = threads;
+    SmartTurn model(config);
+    std::vector<double> total, feat, run;
+    for (int i = -2; i < runs; ++i) {  // two warm-up analyses
+      // A different 8 s of the recording each time.
+      const std::size_t offset = (static_cast<std::size_t>(i + 2) * 16000 * 3) % (audio.size() - window + 1);
+      const auto t0 = std::chrono::steady_clock::now();
+      features.compute(audio.subspan(offset, window), f);
+      const double f_ms = ms_since(t0);
+      const auto t1 = std::chrono::steady_clock::now();
+      const float* fp = f.data();
+      float p = 0;
+      model.run(std::span(&fp, 1), std::span(&p, 1));
+      const double m_ms = ms_since(t1);
+      if (i < 0) continue;
+      feat.push_back(f_ms);
+      run.push_back(m_ms);
+      total.push_back(f_ms + m_ms);
+    }
+    out["threads"][std::to_string(threads)] = {{"p50_ms", quantile(total, 0.5)},
+                                               {"p99_ms", quantile(total, 0.99)},
+                                               {"features_p50_ms", quantile(feat, 0.5)},
+                                               {"model_p50_ms", quantile(run, 0.5)}};
+  }
+  return out;
+}
+
+}  // namespace brisvox::cli::bench
