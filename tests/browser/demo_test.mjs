@@ -75,7 +75,14 @@ let context = null;
 
 async function cleanup() {
   if (context) await context.close().catch(() => {});
-  if (server && server.exitCode === null) server.kill('SIGTERM');
+  // The server must not outlive the test: SIGTERM (it drains within its 5 s default), and wait.
+  if (server && server.child.exitCode === null) {
+    const exited = new Promise((resolve) => server.child.once('exit', resolve));
+    server.child.kill('SIGTERM');
+    const timer = setTimeout(() => server.child.kill('SIGKILL'), 8000);
+    await exited;
+    clearTimeout(timer);
+  }
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 
