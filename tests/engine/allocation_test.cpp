@@ -15,52 +15,10 @@
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/silero_vad.h"
+#include "counting_malloc.h"
 #include "test_paths.h"
 
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-}
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<std::uint64_t> g_allocations{0};
-inline void count() {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* malloc(size_t n) {
-  count();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t n) {
-  count();
-  return __libc_realloc(p, n);
-}
-void* memalign(size_t alignment, size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-void* aligned_alloc(size_t alignment, size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, size_t alignment, size_t n) {
-  count();
-  *out = __libc_memalign(alignment, n);
-  return *out ? 0 : ENOMEM;
-}
-void free(void* p) { __libc_free(p); }
-}
+using brisvox::test::allocations_in;
 
 namespace brisvox {
 namespace {
@@ -78,11 +36,7 @@ struct Counted {
   std::uint64_t allocations = 0;
   template <typename F>
   static Counted over(F&& f) {
-    g_allocations.store(0);
-    g_counting.store(true);
-    f();
-    g_counting.store(false);
-    return {g_allocations.load()};
+    return {allocations_in(std::forward<F>(f))};
   }
 };
 
