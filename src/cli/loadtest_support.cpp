@@ -144,31 +144,43 @@ Target parse_target(const std::string& url) {
 
 std::optional<std::string> http_get(const Target& target, const std::string& path, double timeout_s,
                                     std::string* why) {
-  try {
-    asio::io_context io;
-    beast::tcp_stream stream(io);
-    const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
-    stream.expires_after(timeout);
-    stream.connect(target.endpoints);
-    http::request<http::empty_body> req{http::verb::get, path, 11};
-    req.set(http::field::host, target.host_header);
-    req.set(http::field::user_agent, "brisvox-loadtest");
-    req.set(http::field::connection, "close");
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    boost::system::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    if (res.result() != http::status::ok) {
-      if (why != nullptr) *why = fmt::format("GET {}: HTTP {}", path, res.result_int());
-      return std::nullopt;
+  // Asynchronous, so that the whole exchange is bounded by the timeout (Beast's timeouts do not
+  // apply to synchronous operations): a stopped server accepts on its backlog and never answers.
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, path, 11};
+  req.set(http::field::host, target.host_header);
+  req.set(http::field::user_agent, "brisvox-loadtest");
+  req.set(http::field::connection, "close");
+  http::response<http::string_body> res;
+  boost::system::error_code result = asio::error::timed_out;
+  stream.expires_after(std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+  stream.async_connect(target.endpoints, [&](boost::system::error_code ec, const tcp::endpoint&) {
+    if (ec) {
+      result = ec;
+      return;
     }
-    return std::move(res.body());
-  } catch (const std::exception& e) {
-    if (why != nullptr) *why = fmt::format("GET {}: {}", path, e.what());
+    http::async_write(stream, req, [&](boost::system::error_code wec, std::size_t) {
+      if (wec) {
+        result = wec;
+        return;
+      }
+      http::async_read(stream, buffer, res, [&](boost::system::error_code rec, std::size_t) { result = rec; });
+    });
+  });
+  io.run();  // the stream's expiry ends every operation in time
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  if (result) {
+    if (why != nullptr) *why = fmt::format("GET {}: {}", path, result.message());
     return std::nullopt;
   }
+  if (res.result() != http::status::ok) {
+    if (why != nullptr) *why = fmt::format("GET {}: HTTP {}", path, res.result_int());
+    return std::nullopt;
+  }
+  return std::move(res.body());
 }
 
 Samples parse_prometheus(const std::string& text) {
