@@ -71,7 +71,7 @@ struct EnginePhaseSpec {
   bool realtime = false;
   double warmup_s = 1.0;
   double measure_s = 10.0;
-  // Opens the streams in two halves, 0.5 s apart, and takes the RSS slope between them (see
+  // Opens the streams in two parts, 0.5 s apart, and takes the RSS slope between them (see
   // EnginePhaseResult::rss_per_stream_kib).
   bool measure_rss = false;
 };
@@ -114,8 +114,9 @@ struct EnginePhaseResult {
   double process_cpu_cores = 0;  // CPU time of the whole process over the window / wall time
   double feeder_cpu_cores = 0;   // the feeder thread's share of it
   double other_cpu_cores = 0;    // other processes over the window: noise when above ~0.1
-  // RSS slope between the two halves of the streams, divided by the streams of the second half:
-  // what one more open, fed stream costs. Fixed costs (sessions, ORT's working set) cancel out.
+  // RSS slope between the two parts of the streams, divided by the streams of the second part:
+  // what one more open, fed stream costs. Fixed costs (sessions, ORT's working set) cancel out;
+  // paced, ORT's working set still grows with the batches that more streams bring.
   std::optional<double> rss_per_stream_kib;
   long rss_before_streams_bytes = 0;  // after the engine started, before any stream
   long rss_after_streams_bytes = 0;   // with every stream open and warmed up

@@ -17,7 +17,7 @@
 // model is recurrent) until it has max_batch of them or the oldest has waited max_gather_wait_us,
 // packs them into preallocated tensors, runs the model once and unpacks the results into each
 // stream's state and segmenter. Measured on 2-core x86-64 (docs/PERFORMANCE.md): Silero v5 costs
-// ~110 us per Run at batch 1 and ~35 us per stream at batch 32.
+// ~120 us per Run at batch 1 and ~62-75 us per stream at batch 32 (compute-bound: docs/PERFORMANCE.md).
 //
 // Backpressure, never silent loss. A stream buffers at most buffer_ms of audio; push() accepts
 // what fits and returns that count (the rest is refused and counted, and an overload event
