@@ -4,7 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "brisvox/error.h"
-#include "brisvox/models/model_paths.h"
 #include "brisvox/models/vad/silero_vad.h"
 
 namespace {
@@ -23,31 +22,36 @@ using brisvox::SileroVad;
 constexpr int kRateHz = 16000;
 constexpr int kMaxBatch = 64;
 
-// The bundled v5 model from the build's models folder ($BRISVOX_MODELS_DIR wins when set).
-std::string model_path() {
-  const std::string built = std::string(BRISVOX_BENCH_MODELS_DIR) + "/silero_vad_v5.onnx";
-  if (std::getenv("BRISVOX_MODELS_DIR") == nullptr && std::filesystem::exists(built)) return built;
-  return brisvox::resolve_vad_model("v5");
+// A bundled v5 graph from the build's models folder ($BRISVOX_MODELS_DIR wins when set):
+// "silero_vad_v5.onnx" as exported, "silero_vad_v5.flat.onnx" as tools/flatten_silero.py
+// rewrites it for batching.
+std::string model_path(const std::string& file) {
+  if (const char* dir = std::getenv("BRISVOX_MODELS_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir) + "/" + file;
+  }
+  return std::string(BRISVOX_BENCH_MODELS_DIR) + "/" + file;
 }
 
-// One session for every batch size, as a worker has (the first run of each size is in the
-// warm-up below, not in the timings).
-SileroVad& shared_vad() {
-  static SileroVad vad([] {
+// One session per graph for every batch size, as a worker has (the first run of each size is in
+// the warm-up below, not in the timings).
+SileroVad& shared_vad(const std::string& file) {
+  static std::map<std::string, std::unique_ptr<SileroVad>> sessions;
+  auto& vad = sessions[file];
+  if (!vad) {
     brisvox::SileroConfig config;
-    config.model_path = model_path();
+    config.model_path = model_path(file);
     config.max_batch = kMaxBatch;
     config.session.intra_op_threads = 1;
-    return config;
-  }());
-  return vad;
+    vad = std::make_unique<SileroVad>(config);
+  }
+  return *vad;
 }
 
-void BM_SileroRun(benchmark::State& state) {
+void BM_SileroRun(benchmark::State& state, const char* file) {
   const auto batch = static_cast<std::size_t>(state.range(0));
   SileroVad* vad = nullptr;
   try {
-    vad = &shared_vad();
+    vad = &shared_vad(file);
   } catch (const brisvox::Error& e) {
     state.SkipWithError(e.what());
     return;
@@ -80,6 +84,9 @@ void BM_SileroRun(benchmark::State& state) {
   state.counters["us_per_stream"] =
       elapsed_us / static_cast<double>(state.iterations()) / static_cast<double>(batch);
 }
-BENCHMARK(BM_SileroRun)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SileroRun, exported, "silero_vad_v5.onnx")
+    ->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SileroRun, flat, "silero_vad_v5.flat.onnx")
+    ->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -410,7 +410,7 @@ Command add_bench_command(CLI::App& app) {
   app.add_option("--gather-wait-us", o->gather_wait_us, "How long a worker waits to fill a batch")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  app.add_option("--model", o->model, "Silero VAD model: v5, v6 or a path to an .onnx file")->capture_default_str();
+  app.add_option("--model", o->model, "Silero VAD model: v5, v6, v5-exported, v6-exported or a path to an .onnx file")->capture_default_str();
   app.add_option("--wav", o->wav, "Audio to loop (any rate, resampled to 16 kHz; default: the bundled sample)");
   auto* realtime = app.add_flag("--realtime", o->realtime,
                                 "Pace the load phase: 512 samples every 32 ms per stream, phases spread evenly");

@@ -118,7 +118,7 @@ int run_doctor(bool as_json, int runs) {
   report["threads_added_by_ort_environment"] = process_thread_count() - threads_at_start;
   Json models = Json::array();
   bool all_ok = true;
-  for (const char* alias : {"v5", "v6"}) {
+  for (const char* alias : {"v5", "v6", "v5-exported", "v6-exported"}) {
     Json m;
     m["model"] = alias;
     try {

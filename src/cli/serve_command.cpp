@@ -56,7 +56,7 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--port", c.port, "Port; 0 picks a free one (printed on start)")->capture_default_str();
   app.add_option("--models-dir", o->models_dir,
                  "Folder of the bundled models (default: $BRISVOX_MODELS_DIR or the build's)");
-  app.add_option("--model", o->model, "v5, v6 (bundled) or the path of a Silero VAD .onnx")->capture_default_str();
+  app.add_option("--model", o->model, "v5, v6 (bundled, batched rewrite), v5-exported, v6-exported (as published) or the path of a Silero VAD .onnx")->capture_default_str();
   app.add_option("--workers", o->workers, "Inference threads (default: one per core)");
   app.add_option("--turn-model", o->turn_model,
                  "Smart Turn v3.x .onnx: enables events=turn (turn_end / turn_incomplete) on /v1/stream");

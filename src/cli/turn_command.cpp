@@ -86,7 +86,7 @@ Command add_turn_command(CLI::App& app) {
       "  brisvox turn --turn-model m.onnx --stop-ms 300 --max-silence-ms 2000 --segments *.wav");
   app.add_option("files", o->files, "Audio files (any rate; 8/16 kHz native for the VAD)")->required();
   app.add_option("--turn-model", o->turn_model, "Smart Turn v3.x .onnx file")->required();
-  app.add_option("--model", o->model, "VAD model: v5, v6 or a path")->capture_default_str();
+  app.add_option("--model", o->model, "VAD model: v5, v6, v5-exported, v6-exported or a path")->capture_default_str();
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
   app.add_option("--turn-workers", o->turn_workers, "Smart Turn threads")->capture_default_str();
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")->capture_default_str();

@@ -125,7 +125,7 @@ Command add_vad_command(CLI::App& app) {
       ->required();
   app.add_option("--format", o->format, "json, csv, rttm or audacity")->capture_default_str();
   app.add_flag("--frame-probs", o->frame_probs, "Add the speech probability of every model chunk (json)");
-  app.add_option("--model", o->model, "v5, v6 (bundled) or the path of a Silero VAD .onnx")->capture_default_str();
+  app.add_option("--model", o->model, "v5, v6 (bundled, batched rewrite), v5-exported, v6-exported (as published) or the path of a Silero VAD .onnx")->capture_default_str();
   app.add_option("--model-rate", o->model_rate_hz,
                  "Rate the model runs at, 8000 or 16000 (default: 8000 for 8 kHz input, else 16000)");
   app.add_option("-o,--output-dir", o->output_dir, "Write one file per input here instead of stdout");

@@ -6,8 +6,28 @@
 #include <cstdlib>
 
 #include "brisvox/error.h"
+#include "log.h"
 
 namespace brisvox {
+namespace {
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// "v5-exported" -> "v5"; empty when the name is no bundled alias.
+std::string_view bundled_version(std::string_view name, bool& exported) {
+  exported = false;
+  if (name == "v5" || name == "v6") return name;
+  if (name == "v5-exported" || name == "v6-exported") {
+    exported = true;
+    return name.substr(0, 2);
+  }
+  return {};
+}
+
+}  // namespace
 
 std::string models_dir() {
   if (const char* env = std::getenv("BRISVOX_MODELS_DIR"); env != nullptr && *env != '\0') return env;
@@ -15,25 +35,36 @@ std::string models_dir() {
 }
 
 std::string resolve_vad_model(std::string_view name_or_path) {
-  std::string path;
-  bool bundled = false;
-  if (name_or_path == "v5" || name_or_path == "v6") {
-    path = fmt::format("{}/silero_vad_{}.onnx", models_dir(), name_or_path);
-    bundled = true;
-  } else {
-    path = std::string(name_or_path);
+  bool exported = false;
+  const std::string_view version = bundled_version(name_or_path, exported);
+  if (version.empty()) {
+    std::string path(name_or_path);
+    if (!file_exists(path)) {
+      throw Error(ErrorCode::kIo, fmt::format("model file '{}' not found (use v5, v6, v5-exported, "
+                                              "v6-exported or a path to a Silero VAD .onnx file)",
+                                              path));
+    }
+    return path;
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    throw Error(ErrorCode::kIo,
-                bundled ? fmt::format("bundled model '{}' not found at '{}': run scripts/setup.sh, "
-                                      "or set BRISVOX_MODELS_DIR to the folder holding it",
-                                      name_or_path, path)
-                        : fmt::format("model file '{}' not found (use v5, v6 or a path to a Silero "
-                                      "VAD .onnx file)",
-                                      path));
+  const std::string published = fmt::format("{}/silero_vad_{}.onnx", models_dir(), version);
+  if (!exported) {
+    const std::string flat = fmt::format("{}/silero_vad_{}.flat.onnx", models_dir(), version);
+    if (file_exists(flat)) return flat;
+    if (file_exists(published)) {
+      // Works, at about a third of the batched throughput: say how to get the rest.
+      detail::log(LogLevel::kWarn,
+                  "'{}' not found: using the exported graph '{}' (same results, ~3x slower in "
+                  "batches); run tools/flatten_silero.py {} {}",
+                  flat, published, published, flat);
+      return published;
+    }
   }
-  return path;
+  if (!file_exists(published)) {
+    throw Error(ErrorCode::kIo, fmt::format("bundled model '{}' not found at '{}': run scripts/setup.sh, "
+                                            "or set BRISVOX_MODELS_DIR to the folder holding it",
+                                            name_or_path, published));
+  }
+  return published;
 }
 
 }  // namespace brisvox

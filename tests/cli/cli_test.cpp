@@ -273,6 +273,22 @@ TEST(CliReference, Prompts8kV6MatchesReferenceProbsAndSegments) {
   check_against_reference("v6", wav, doc);
 }
 
+// The aliases above load the batched rewrite (tools/flatten_silero.py); the exported graphs as
+// published must match the same reference.
+TEST(CliReference, Sample16kV5ExportedGraphMatchesReference) {
+  const json doc = golden("real_sample_16k_v5");
+  REQUIRE_GOLDEN_AUDIO(sample_wav(), doc);
+  check_against_reference("v5-exported", sample_wav(), doc);
+}
+
+TEST(CliReference, Prompts8kV6ExportedGraphMatchesReference) {
+  REQUIRE_SOX();
+  const json doc = golden("real_prompts_8k_v6");
+  const std::string wav = SoxAudio::get().prompts_8k();
+  REQUIRE_GOLDEN_AUDIO(wav, doc);
+  check_against_reference("v6-exported", wav, doc);
+}
+
 // Every other parameter set of the real-audio golden files, given as command-line flags. One run
 // per model, two recordings each (which also checks that concurrent files do not disturb each
 // other's segments).

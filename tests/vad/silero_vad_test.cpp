@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "brisvox/audio/audio_file.h"
@@ -142,6 +145,15 @@ TEST(SileroVadContract, AFailedRunIsARuntimeErrorAndLeavesStatesUnchanged) {
   EXPECT_NO_THROW(vad.run(16000, four_ptrs, four_chunks, four_probs));
 }
 
+// "silero_vad_v5.flat.onnx", 16000 -> silero_vad_v5_flat_16000 (test names must be identifiers).
+std::string model_rate_name(const testing::TestParamInfo<std::tuple<const char*, int>>& info) {
+  std::string name = std::string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param));
+  for (char& c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0) c = '_';
+  }
+  return name;
+}
+
 // Real model: a stream's probabilities do not depend on which other streams share its batch.
 class SileroVadReal : public testing::TestWithParam<std::tuple<const char*, int>> {};
 
@@ -199,7 +211,43 @@ TEST_P(SileroVadReal, BatchInvariance) {
 INSTANTIATE_TEST_SUITE_P(Models, SileroVadReal,
                          testing::Values(std::make_tuple("silero_vad_v5.onnx", 16000),
                                          std::make_tuple("silero_vad_v6.onnx", 16000),
-                                         std::make_tuple("silero_vad_v5.onnx", 8000)));
+                                         std::make_tuple("silero_vad_v5.onnx", 8000),
+                                         std::make_tuple("silero_vad_v5.flat.onnx", 16000),
+                                         std::make_tuple("silero_vad_v6.flat.onnx", 16000),
+                                         std::make_tuple("silero_vad_v6.flat.onnx", 8000)),
+                         model_rate_name);
+
+// tools/flatten_silero.py rewrites the graph for batching and keeps the weights: every
+// probability of a real recording, at both rates, within float rounding of the exported graph.
+class FlatSileroMatchesExported : public testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(FlatSileroMatchesExported, OnARealRecording) {
+  const auto [version, rate] = GetParam();
+  SileroVad exported = make_vad(bundled_model(std::string("silero_vad_") + version + ".onnx"));
+  SileroVad flat = make_vad(bundled_model(std::string("silero_vad_") + version + ".flat.onnx"));
+  const Audio speech = load_audio(test::sample_wav());
+  std::vector<float> samples = speech.samples;
+  if (rate == 8000) {  // every other sample: a crude 8 kHz signal is enough to compare graphs
+    for (std::size_t i = 0; i < samples.size() / 2; ++i) samples[i] = samples[2 * i];
+    samples.resize(samples.size() / 2);
+  }
+  const auto want = exported.probabilities(samples, rate);
+  const auto got = flat.probabilities(samples, rate);
+  ASSERT_EQ(got.size(), want.size());
+  float max_diff = 0;
+  int speech_chunks = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(got[i] - want[i]));
+    speech_chunks += want[i] > 0.5f;
+  }
+  EXPECT_LE(max_diff, 1e-4f);
+  EXPECT_GT(speech_chunks, static_cast<int>(got.size() / 4));  // the recording exercises both states
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FlatSileroMatchesExported,
+                         testing::Values(std::make_tuple("v5", 16000), std::make_tuple("v6", 16000),
+                                         std::make_tuple("v5", 8000), std::make_tuple("v6", 8000)),
+                         model_rate_name);
 
 TEST(SileroVadReal, SpeechScoresHighAndSilenceLow) {
   SileroVad vad = make_vad(bundled_model("silero_vad_v5.onnx"));
