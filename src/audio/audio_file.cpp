@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <system_error>
 #include <utility>
 
+#include "audio/memory_sndfile.h"
 #include "brisvox/audio/resampler.h"
 #include "brisvox/error.h"
 
@@ -108,19 +110,22 @@ struct WavDataChunk {
   std::uint32_t declared_size;  // bytes, as the header says
 };
 
+// Reads exactly `size` bytes at `offset` of the input (a file or memory), or returns false.
+using ReadAt = std::function<bool(std::uint64_t offset, void* buffer, std::size_t size)>;
+
 // The position and declared size of a RIFF/WAVE file's 'data' chunk, if this is one.
 // libsndfile silently shortens a data chunk that runs past the end of the file (it only notes it
 // in its log), so a truncated WAV would otherwise load as a shorter, valid-looking recording.
-std::optional<WavDataChunk> find_wav_data_chunk(int fd, std::uint64_t file_size) {
+std::optional<WavDataChunk> find_wav_data_chunk(const ReadAt& read_at, std::uint64_t file_size) {
   unsigned char header[12];
-  if (!read_at(fd, 0, header, sizeof header)) return std::nullopt;
+  if (!read_at(0, header, sizeof header)) return std::nullopt;
   if (std::memcmp(header, "RIFF", 4) != 0 || std::memcmp(header + 8, "WAVE", 4) != 0) {
     return std::nullopt;
   }
   std::uint64_t pos = 12;
   for (int i = 0; i < 1000 && pos + 8 <= file_size; ++i) {
     unsigned char chunk[8];
-    if (!read_at(fd, pos, chunk, sizeof chunk)) return std::nullopt;
+    if (!read_at(pos, chunk, sizeof chunk)) return std::nullopt;
     const std::uint32_t size = load_u32le(chunk + 4);
     if (std::memcmp(chunk, "data", 4) == 0) return WavDataChunk{pos + 8, size};
     pos += 8 + static_cast<std::uint64_t>(size) + (size & 1);  // chunks are word-aligned
@@ -185,26 +190,15 @@ void check_raw_rate(const std::string& path, int sample_rate_hz) {
   }
 }
 
-}  // namespace
-
-Audio read_audio_file(const std::string& path) {
-  OpenedFile file = open_audio_file(path);
-  const std::optional<WavDataChunk> wav_data = find_wav_data_chunk(file.fd.get(), file.size_bytes);
-
-  SF_INFO info{};
-  if (::lseek(file.fd.get(), 0, SEEK_SET) != 0) {
-    throw Error(ErrorCode::kIo,
-                fmt::format("cannot read audio file '{}': {}", path, system_message(errno)));
-  }
-  // libsndfile does not own the descriptor: Fd closes it after sf_close.
-  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(
-      sf_open_fd(file.fd.get(), SFM_READ, &info, SF_FALSE));
-  if (!sndfile) throw_open_failure(path);
-
+// Decodes an input libsndfile has opened (a file or memory) into mono samples, checking it is
+// complete and finite. `name` (the path) is for messages and Audio::source; `size_bytes` and
+// `wav_data` (find_wav_data_chunk of the same bytes) detect a truncated WAV.
+Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& name,
+                    std::uint64_t size_bytes, const std::optional<WavDataChunk>& wav_data) {
   const int num_channels = info.channels;
   if (num_channels <= 0 || info.samplerate <= 0) {
     throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' declares {} channels at {} Hz",
-                                                  path, num_channels, info.samplerate));
+                                                  name, num_channels, info.samplerate));
   }
   const std::size_t sample_bytes = sndfile_bytes_per_sample(info.format);
   const std::size_t frame_bytes = sample_bytes * static_cast<std::size_t>(num_channels);
@@ -212,9 +206,9 @@ Audio read_audio_file(const std::string& path) {
   // 0 and 0xFFFFFFFF are what streaming writers leave when they never patch the header: the
   // length is unknown, not wrong.
   if (wav_data && wav_data->declared_size != 0 && wav_data->declared_size != 0xFFFFFFFFu &&
-      wav_data->offset + wav_data->declared_size > file.size_bytes) {
+      wav_data->offset + wav_data->declared_size > size_bytes) {
     const std::uint64_t num_present =
-        file.size_bytes > wav_data->offset ? file.size_bytes - wav_data->offset : 0;
+        size_bytes > wav_data->offset ? size_bytes - wav_data->offset : 0;
     std::string frames;
     if (frame_bytes > 0) {
       frames = fmt::format(" ({} of {} samples)", num_present / frame_bytes,
@@ -224,35 +218,41 @@ Audio read_audio_file(const std::string& path) {
                 fmt::format("audio file '{}' is truncated: its header declares {} bytes of audio "
                             "from byte offset {}, but the file ends at byte offset {} after {} "
                             "bytes{}",
-                            path, wav_data->declared_size, wav_data->offset, file.size_bytes,
+                            name, wav_data->declared_size, wav_data->offset, size_bytes,
                             num_present, frames));
   }
   if (info.frames == 0) {
-    throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' holds no audio samples", path));
+    throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' holds no audio samples", name));
   }
 
   Audio audio;
   audio.sample_rate_hz = info.samplerate;
   audio.num_channels_in_source = num_channels;
-  audio.source = path;
+  audio.source = name;
   const bool frames_known = info.frames > 0 && info.frames < SF_COUNT_MAX;
   if (frames_known) {
-    // Capped: a corrupt header may claim far more than the file holds.
-    audio.samples.reserve(static_cast<std::size_t>(std::min<sf_count_t>(info.frames, 1 << 25)));
+    // Capped: a corrupt header may claim far more than the file holds. Uncompressed frames
+    // cannot outnumber the bytes, so a tiny file (a request body) never reserves 128 MiB.
+    sf_count_t most = 1 << 25;
+    if (frame_bytes > 0) most = std::min(most, static_cast<sf_count_t>(size_bytes / frame_bytes));
+    audio.samples.reserve(static_cast<std::size_t>(std::min(info.frames, most)));
   }
 
   // Frames per block scale down with the channel count, so a header claiming thousands of
-  // channels cannot make the block huge.
-  const auto block_frames =
+  // channels cannot make the block huge; a short file (a request body) gets a short block.
+  auto block_frames =
       static_cast<sf_count_t>(std::max<std::size_t>(1, kBlockSamples / num_channels));
+  if (frames_known) block_frames = std::min(block_frames, info.frames);
   std::vector<float> block(static_cast<std::size_t>(block_frames) * num_channels);
-  const float channel_scale = 1.0f / static_cast<float>(num_channels);
   while (true) {
-    const sf_count_t num_read = sf_readf_float(sndfile.get(), block.data(), block_frames);
-    if (num_read <= 0 && sf_error(sndfile.get()) == SF_ERR_NO_ERROR) break;
+    const sf_count_t num_read = sf_readf_float(sndfile, block.data(), block_frames);
+    if (num_read <= 0 && sf_error(sndfile) == SF_ERR_NO_ERROR) break;
     for (sf_count_t f = 0; f < num_read; ++f) {
       const float* frame = block.data() + f * num_channels;
-      float sum = 0.0f;
+      // Summed in double: finite floats in many channels can add up past FLT_MAX (found by
+      // fuzz/audio_file_fuzzer: 36 channels of large float samples mixed down to +Inf); their
+      // mean cannot. For stereo the result is the float sum halved, as before.
+      double sum = 0.0;
       for (int c = 0; c < num_channels; ++c) {
         if (!std::isfinite(frame[c])) {
           const std::uint64_t index = audio.samples.size();
@@ -265,38 +265,76 @@ Audio read_audio_file(const std::string& path) {
           throw Error(ErrorCode::kBadAudio,
                       fmt::format("audio file '{}' has a {} at sample {}{} ({:.6f} s{}): audio "
                                   "must be finite",
-                                  path, std::isnan(frame[c]) ? "NaN" : "infinite value", index,
+                                  name, std::isnan(frame[c]) ? "NaN" : "infinite value", index,
                                   channel, static_cast<double>(index) / info.samplerate, offset));
         }
         sum += frame[c];
       }
-      audio.samples.push_back(num_channels == 1 ? sum : sum * channel_scale);
+      audio.samples.push_back(static_cast<float>(sum / num_channels));
     }
     // Checked after using the frames that were read, so the message says how far decoding got
     // (a truncated FLAC reads short, then reports "lost sync").
-    if (sf_error(sndfile.get()) != SF_ERR_NO_ERROR) {
+    if (sf_error(sndfile) != SF_ERR_NO_ERROR) {
       const std::string declared =
           frames_known ? fmt::format(" of the {} declared", info.frames) : std::string();
       throw Error(ErrorCode::kBadAudio,
                   fmt::format("audio file '{}' is corrupt or truncated after {} samples{} "
                               "({:.3f} s): {}",
-                              path, audio.samples.size(), declared, audio.duration_s(),
-                              sf_strerror(sndfile.get())));
+                              name, audio.samples.size(), declared, audio.duration_s(),
+                              sf_strerror(sndfile)));
     }
     if (num_read <= 0) break;
   }
 
   if (audio.samples.empty()) {
-    throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' holds no audio samples", path));
+    throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' holds no audio samples", name));
   }
   if (frames_known && static_cast<sf_count_t>(audio.samples.size()) < info.frames) {
     throw Error(ErrorCode::kBadAudio,
                 fmt::format("audio file '{}' is truncated: its header declares {} samples but "
                             "only {} could be read ({:.3f} of {:.3f} s)",
-                            path, info.frames, audio.samples.size(), audio.duration_s(),
+                            name, info.frames, audio.samples.size(), audio.duration_s(),
                             static_cast<double>(info.frames) / info.samplerate));
   }
   return audio;
+}
+
+}  // namespace
+
+Audio read_audio_file(const std::string& path) {
+  OpenedFile file = open_audio_file(path);
+  const int fd = file.fd.get();
+  const std::optional<WavDataChunk> wav_data = find_wav_data_chunk(
+      [fd](std::uint64_t offset, void* buffer, std::size_t size) {
+        return read_at(fd, offset, buffer, size);
+      },
+      file.size_bytes);
+
+  SF_INFO info{};
+  if (::lseek(fd, 0, SEEK_SET) != 0) {
+    throw Error(ErrorCode::kIo,
+                fmt::format("cannot read audio file '{}': {}", path, system_message(errno)));
+  }
+  // libsndfile does not own the descriptor: Fd closes it after sf_close.
+  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(sf_open_fd(fd, SFM_READ, &info, SF_FALSE));
+  if (!sndfile) throw_open_failure(path);
+  return decode_opened(sndfile.get(), info, path, file.size_bytes, wav_data);
+}
+
+Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name) {
+  if (bytes.empty()) {
+    throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", name));
+  }
+  audio::MemorySndfile memory(bytes);
+  const std::optional<WavDataChunk> wav_data = find_wav_data_chunk(
+      [&memory](std::uint64_t offset, void* buffer, std::size_t size) {
+        return memory.read_at(offset, buffer, size);
+      },
+      memory.size());
+  SF_INFO info{};
+  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(memory.open(&info));
+  if (!sndfile) throw_open_failure(name);
+  return decode_opened(sndfile.get(), info, name, memory.size(), wav_data);
 }
 
 Audio read_raw_audio(const std::string& path, SampleEncoding encoding, int sample_rate_hz) {

@@ -148,7 +148,8 @@ std::size_t PcmDecoder::decode(std::span<const std::byte> bytes, std::span<float
   if (const std::size_t num_pending = num_pending_bytes_; num_pending > 0) {
     const std::size_t take = std::min(size - num_pending, bytes.size());
     std::memcpy(first, pending_, num_pending);
-    std::memcpy(first + num_pending, bytes.data(), take);
+    // memcpy needs valid pointers even for 0 bytes, and an empty span's data() may be null.
+    if (take > 0) std::memcpy(first + num_pending, bytes.data(), take);
     pos = take;
     if (num_pending + take < size) {
       std::memcpy(pending_, first, num_pending + take);
@@ -191,7 +192,7 @@ std::size_t PcmDecoder::decode(std::span<const std::byte> bytes, std::span<float
   pos += num_whole * size;
 
   const std::size_t num_tail = bytes.size() - pos;
-  std::memcpy(pending_, bytes.data() + pos, num_tail);
+  if (num_tail > 0) std::memcpy(pending_, bytes.data() + pos, num_tail);
   num_pending_bytes_ = num_tail;
   num_samples_decoded_ += num_written;
   return num_written;

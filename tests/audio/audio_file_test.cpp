@@ -13,6 +13,7 @@
 #include <iterator>
 #include <limits>
 #include <numbers>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,15 +53,16 @@ bool write_shorts(const fs::path& path, int format, int rate_hz, int num_channel
   return ok;
 }
 
-void write_floats(const fs::path& path, int format, int rate_hz, const std::vector<float>& mono) {
+void write_floats(const fs::path& path, int format, int rate_hz, const std::vector<float>& interleaved,
+                  int num_channels = 1) {
   SF_INFO info{};
   info.samplerate = rate_hz;
-  info.channels = 1;
+  info.channels = num_channels;
   info.format = format;
   SNDFILE* file = sf_open(path.c_str(), SFM_WRITE, &info);
   ASSERT_NE(file, nullptr) << sf_strerror(nullptr);
-  ASSERT_EQ(sf_writef_float(file, mono.data(), static_cast<sf_count_t>(mono.size())),
-            static_cast<sf_count_t>(mono.size()));
+  const auto num_frames = static_cast<sf_count_t>(interleaved.size()) / num_channels;
+  ASSERT_EQ(sf_writef_float(file, interleaved.data(), num_frames), num_frames);
   sf_close(file);
 }
 
@@ -148,6 +150,17 @@ TEST_F(AudioFileTest, MixesThreeChannels) {
   ASSERT_EQ(audio.samples.size(), 2u);
   EXPECT_NEAR(audio.samples[0], 600.0f / 32768.0f, 1e-7);
   EXPECT_NEAR(audio.samples[1], -1000.0f / 32768.0f, 1e-7);
+}
+
+// Found by fuzz/audio_file_fuzzer (fuzz/corpus/audio_file_fuzzer/regression-au-36-channel-*):
+// finite float samples in several channels summed past FLT_MAX, and the mixdown returned +Inf.
+TEST_F(AudioFileTest, MixdownOfHugeFiniteSamplesStaysFinite) {
+  const float huge = std::numeric_limits<float>::max();
+  write_floats(path("huge.wav"), SF_FORMAT_WAV | SF_FORMAT_FLOAT, 8000, {huge, huge, huge, huge, -huge, -huge, -huge, 0.0f}, 4);
+  const Audio audio = read_audio_file(path("huge.wav"));
+  ASSERT_EQ(audio.samples.size(), 2u);
+  EXPECT_EQ(audio.samples[0], huge);
+  EXPECT_EQ(audio.samples[1], static_cast<float>(-0.75 * static_cast<double>(huge)));
 }
 
 TEST_F(AudioFileTest, FlacRoundTripIsExact) {
@@ -306,6 +319,31 @@ TEST_F(AudioFileTest, GarbageIsUnsupportedAudio) {
   write_bytes(path("noise.wav"), garbage.data(), garbage.size());
   expect_error([&] { load_audio(path("noise.wav")); }, ErrorCode::kUnsupportedAudio,
                path("noise.wav"), "not in a recognised format");
+}
+
+// read_audio_memory (POST /v1/vad's path) reads what read_audio_file reads, and fails the same
+// way naming the buffer; fuzz/audio_file_fuzzer checks the two agree on arbitrary bytes.
+TEST_F(AudioFileTest, MemoryReadsEqualFileReads) {
+  ASSERT_TRUE(write_shorts(path("full.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 2,
+                           sine_shorts(3200, 440.0, 16000, 0.5)));
+  const auto flac = read_bytes(path("full.flac"));
+  const Audio from_memory = read_audio_memory(std::as_bytes(std::span(flac)), "body");
+  const Audio from_file = read_audio_file(path("full.flac"));
+  EXPECT_EQ(from_memory.samples, from_file.samples);
+  EXPECT_EQ(from_memory.sample_rate_hz, 16000);
+  EXPECT_EQ(from_memory.num_channels_in_source, 2);
+  EXPECT_EQ(from_memory.source, "body");
+
+  ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(1600, 440.0, 16000, 0.5)));
+  const auto wav = read_bytes(path("full.wav"));
+  const auto first = [&](std::size_t n) { return std::as_bytes(std::span(wav.data(), n)); };
+  expect_error([&] { read_audio_memory(first(1000), "body"); }, ErrorCode::kBadAudio, "'body'",
+               "truncated: its header declares 3200 bytes of audio from byte offset 44, but the "
+               "file ends at byte offset 1000");
+  expect_error([&] { read_audio_memory(first(30), "body"); }, ErrorCode::kBadAudio, "'body'");
+  expect_error([&] { read_audio_memory(first(0), "body"); }, ErrorCode::kBadAudio, "'body'",
+               "empty");
 }
 
 TEST_F(AudioFileTest, RawS16leNeedsARateAndRoundTrips) {

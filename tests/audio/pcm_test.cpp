@@ -289,6 +289,21 @@ TEST(PcmDecoder, KeepsPartialSampleAndResets) {
   EXPECT_EQ(out[0], 0.25f);
 }
 
+// Found by fuzz/pcm_decoder_fuzzer: an empty span (whose data() is null) reached memcpy, which is
+// undefined even for 0 bytes (UndefinedBehaviorSanitizer: "null pointer passed as argument 2").
+TEST(PcmDecoder, EmptyChunksChangeNothing) {
+  for (const auto encoding : {SampleEncoding::kPcmS16le, SampleEncoding::kPcmF32le}) {
+    PcmDecoder decoder(encoding);
+    std::vector<float> out(4);
+    EXPECT_EQ(decoder.decode({}, out), 0u);
+    const std::byte one_byte[1] = {std::byte{0x12}};
+    EXPECT_EQ(decoder.decode(one_byte, out), 0u);
+    EXPECT_EQ(decoder.decode({}, out), 0u);  // with a byte pending
+    EXPECT_EQ(decoder.pending_bytes(), 1u);
+    EXPECT_EQ(decoder.num_samples_decoded(), 0u);
+  }
+}
+
 TEST(PcmDecoder, MaxSamplesForBoundsEveryCall) {
   PcmDecoder decoder(SampleEncoding::kPcmF32le);
   EXPECT_EQ(decoder.max_samples_for(0), 0u);

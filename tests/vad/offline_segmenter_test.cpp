@@ -95,6 +95,25 @@ TEST(OfflineSegmenter, RejectsBadInput) {
   EXPECT_NO_THROW(get_speech_timestamps(probs, 3 * 512 + 1, 16000, {}));
 }
 
+// Found by fuzz/streaming_segmenter_fuzzer (seed in fuzz/corpus/streaming_segmenter_fuzzer/):
+// with threshold 0, silero-vad's automatic exit threshold (floored at 0.01) exceeded the entry
+// threshold, so a frame of probability 0 was speech and silence at once, and a max-speech cut at
+// a pause that ended on the cutting frame gave the empty segment [1024, 1024).
+TEST(OfflineSegmenter, AutoExitThresholdNeverExceedsTheThreshold) {
+  SegmenterParams params;
+  params.threshold = 0.0;
+  params.speech_pad_ms = 0;
+  params.min_speech_ms = 0;
+  params.min_silence_ms = 1000;
+  params.min_silence_at_max_speech_ms = 0;
+  params.max_speech_s = 0.07;
+  const std::vector<float> probs = {0.5f, 0.0f, 0.0f, 0.5f, 0.0f};
+  const auto segments = get_speech_timestamps(probs, 5 * 512, 16000, params);
+  for (const SpeechSegment& s : segments) EXPECT_LT(s.start_sample, s.end_sample) << s;
+  // Every frame is speech (p >= 0) and none is silence (p < 0): hard cuts only.
+  EXPECT_EQ(segments, (std::vector<SpeechSegment>{{0, 1024}, {1536, 2560}}));
+}
+
 // --- against the JavaScript reference, on sequences made now ----------------------------------
 
 // Runs `command`, returns its standard output; empty on failure.

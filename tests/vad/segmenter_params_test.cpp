@@ -45,6 +45,11 @@ TEST(SegmenterParams, EffectiveNegThreshold) {
   EXPECT_GT(p.effective_neg_threshold(), static_cast<double>(0.35f));
   p.threshold = 0.1;
   EXPECT_EQ(p.effective_neg_threshold(), 0.01);  // floored
+  p.threshold = 0.005;
+  EXPECT_EQ(p.effective_neg_threshold(), 0.005);  // ... but never above the threshold
+  p.threshold = 0.0;
+  EXPECT_EQ(p.effective_neg_threshold(), 0.0);
+  p.threshold = 0.1;
   p.neg_threshold = 0.05;
   EXPECT_EQ(p.effective_neg_threshold(), 0.05);
   p.neg_threshold = 0.0;

@@ -11,7 +11,9 @@
 // Thread-safe: the functions share no state.
 #pragma once
 
+#include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +25,7 @@ struct Audio {
   std::vector<float> samples;      // mono; integer sources scaled to [-1, 1); float sources as is
   int sample_rate_hz = 0;          // rate of `samples` (that of the source)
   int num_channels_in_source = 0;  // channels before the mixdown (mean of the channels)
-  std::string source;              // the path it was read from
+  std::string source;              // the path it was read from (or the name of a memory buffer)
 
   double duration_s() const noexcept {
     return sample_rate_hz > 0 ? static_cast<double>(samples.size()) / sample_rate_hz : 0.0;
@@ -32,6 +34,11 @@ struct Audio {
 
 // Reads a file libsndfile recognises, mixing multichannel audio down to mono (the mean).
 Audio read_audio_file(const std::string& path);
+
+// Reads a file held in memory (an HTTP request body) exactly as read_audio_file reads one from
+// disk, with the same checks and errors (kIo aside). `name` stands for the path in messages and
+// in Audio::source. The bytes are only read during the call.
+Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name);
 
 // Reads headerless mono samples. sample_rate_hz must be in [1, 768000]. The byte count must be a
 // multiple of the sample size (else kBadAudio naming the offset of the incomplete sample).

@@ -52,8 +52,12 @@ void SegmenterParams::validate() const {
 }
 
 double SegmenterParams::effective_neg_threshold() const {
-  // Computed in double exactly as silero-vad does: 0.5 - 0.15 is 0.35000000000000003.
-  return neg_threshold < 0.0 ? std::max(threshold - 0.15, 0.01) : neg_threshold;
+  if (neg_threshold >= 0.0) return neg_threshold;
+  // Computed in double exactly as silero-vad does: 0.5 - 0.15 is 0.35000000000000003. Capped at
+  // threshold (silero-vad does not cap): below threshold 0.01 its floor of 0.01 would make a
+  // frame speech and silence at once, and a max-speech cut then yields an empty segment
+  // [s, s) (found by fuzz/streaming_segmenter_fuzzer).
+  return std::min(std::max(threshold - 0.15, 0.01), threshold);
 }
 
 int vad_window_samples(int sample_rate_hz) {

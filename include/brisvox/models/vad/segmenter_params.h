@@ -19,7 +19,8 @@ struct SegmenterParams {
   // A frame whose probability is >= threshold is speech (`threshold`). Range [0, 1].
   double threshold = 0.5;
   // Inside speech, a frame whose probability is < neg_threshold is silence (`neg_threshold`).
-  // Range [0, threshold]; any negative value means "auto": max(threshold - 0.15, 0.01).
+  // Range [0, threshold]; any negative value means "auto": max(threshold - 0.15, 0.01), capped at
+  // threshold (the one departure from silero-vad, which lets it exceed a threshold below 0.01).
   double neg_threshold = -1.0;
   // A segment that ends in silence, or at the end of the audio, is dropped unless it is longer
   // than this (`min_speech_duration_ms`). Segments cut by max_speech_s are always kept. >= 0.
@@ -44,7 +45,8 @@ struct SegmenterParams {
   // Throws Error(kInvalidArgument) naming the first field out of range and its valid range.
   void validate() const;
 
-  // The exit threshold actually used: neg_threshold, or max(threshold - 0.15, 0.01) if negative.
+  // The exit threshold actually used: neg_threshold, or min(max(threshold - 0.15, 0.01),
+  // threshold) if negative.
   double effective_neg_threshold() const;
 };
 

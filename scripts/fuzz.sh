@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ (clang, -fsanitize=fuzzer,address,undefined) in
+# build/fuzz and runs each for SECONDS on a scratch copy of its seed corpus (fuzz/corpus/<target>;
+# the repository's corpus is never written). One summary line per target; exits non-zero if any
+# target found a crash, an invariant violation, a leak, a timeout or an out-of-memory, whose input
+# is then in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz/<target> <artifact>).
+#   scripts/fuzz.sh [SECONDS]     default 60; CI runs it with a few seconds
+# Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev; scripts/setup.sh installs them)
+# and what scripts/setup.sh fetched (the build configures the whole project).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+seconds="${1:-60}"
+[[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
+build=build/fuzz
+artifacts="$build/artifacts"
+logs="$build/logs"
+# Per input: a generous bound (the slowest target takes milliseconds), and the memory any input
+# may use before it counts as a finding.
+timeout_s=10
+rss_limit_mb=2048
+
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DBRISVOX_BUILD_FUZZERS=ON -DBRISVOX_BUILD_TESTS=OFF -DBRISVOX_BUILD_BENCHMARKS=OFF \
+  -DBRISVOX_BUILD_CLI=OFF >/dev/null
+cmake --build "$build" --target fuzzers -j "$(nproc)"
+
+mkdir -p "$artifacts" "$logs"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+failed=0
+printf '%-28s %12s %10s  %s\n' target executions exec/s result
+while read -r target; do
+  [[ -n "$target" ]] || continue
+  corpus="$scratch/$target"
+  mkdir -p "$corpus"
+  cp -r "fuzz/corpus/$target/." "$corpus/"
+  options=(-max_total_time="$seconds" -timeout="$timeout_s" -rss_limit_mb="$rss_limit_mb"
+           -artifact_prefix="$artifacts/$target-" -print_final_stats=1)
+  [[ -f "fuzz/$target.dict" ]] && options+=(-dict="fuzz/$target.dict")
+  log="$logs/$target.log"
+  status=0
+  "$build/fuzz/$target" "${options[@]}" "$corpus" >"$log" 2>&1 || status=$?
+  runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+  if [[ -z "$runs" ]]; then  # no final stats after a crash: the last progress line says how far
+    runs="$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)"
+    rate="$(sed -n 's/.* exec\/s: \([0-9]*\).*/\1/p' "$log" | tail -1)"
+  fi
+  if [[ $status == 0 ]]; then
+    result="ok"
+  else
+    failed=1
+    finding="$(grep -m1 -E 'ERROR: libFuzzer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error|invariant violated' "$log" || true)"
+    result="FOUND (exit $status): ${finding:-see $log}; input in $artifacts/$target-*; log $log"
+  fi
+  printf '%-28s %12s %10s  %s\n' "$target" "${runs:-?}" "${rate:-?}" "$result"
+done <"$build/fuzz/fuzzers.txt"
+
+if [[ $failed != 0 ]]; then
+  echo "fuzz.sh: findings above; reproduce with: $build/fuzz/<target> <artifact>" >&2
+  exit 1
+fi
