@@ -12,6 +12,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::kModelMismatch: return "model_mismatch";
     case ErrorCode::kProviderUnavailable: return "provider_unavailable";
     case ErrorCode::kRuntime: return "runtime";
+    case ErrorCode::kInferenceTimeout: return "inference_timeout";
     case ErrorCode::kOverloaded: return "overloaded";
     case ErrorCode::kClosed: return "closed";
     case ErrorCode::kInternal: return "internal";

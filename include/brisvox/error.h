@@ -21,6 +21,7 @@ enum class ErrorCode {
   kModelMismatch,        // a model loads but its inputs/outputs are not what the adapter needs
   kProviderUnavailable,  // a requested execution provider is not in this ONNX Runtime build
   kRuntime,              // ONNX Runtime failed while running a model
+  kInferenceTimeout,     // a model run took longer than its deadline and was cancelled
   kOverloaded,           // the engine is at capacity or a stream fell behind its budget
   kClosed,               // the object was used after it was closed
   kInternal,             // a bug in brisvox: please report it

@@ -9,6 +9,7 @@
 
 #include "brisvox/error.h"
 #include "brisvox/models/model_paths.h"
+#include "engine/run_watchdog.h"
 #include "engine/turn_pool.h"
 #include "engine/worker.h"
 #include "log.h"
@@ -36,53 +37,22 @@ std::string_view to_string(EventType type) noexcept {
 
 namespace {
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw Error(ErrorCode::kInvalidArgument, message);
-}
-
 int default_workers() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 }  // namespace
-
-void EngineConfig::validate() const {
-  require(num_workers >= 0 && num_workers <= 1024, fmt::format("num_workers must be 0 (one per core) to 1024, got {}", num_workers));
-  require(max_batch >= 1 && max_batch <= 512, fmt::format("max_batch must be 1 to 512, got {}", max_batch));
-  require(max_gather_wait_us >= 0 && max_gather_wait_us <= 1'000'000,
-          fmt::format("max_gather_wait_us must be 0 to 1000000, got {}", max_gather_wait_us));
-  require(max_streams >= 1 && max_streams <= 1'000'000, fmt::format("max_streams must be 1 to 1000000, got {}", max_streams));
-  require(latency_budget_ms >= 1 && latency_budget_ms <= 60'000,
-          fmt::format("latency_budget_ms must be 1 to 60000, got {}", latency_budget_ms));
-  session.validate();
-  if (!turn_model.empty()) {
-    require(num_turn_workers >= 1 && num_turn_workers <= 256,
-            fmt::format("num_turn_workers must be 1 to 256, got {}", num_turn_workers));
-    require(turn_max_batch >= 1 && turn_max_batch <= 64, fmt::format("turn_max_batch must be 1 to 64, got {}", turn_max_batch));
-    require(max_pending_turns >= 1 && max_pending_turns <= 4096,
-            fmt::format("max_pending_turns must be 1 to 4096, got {}", max_pending_turns));
-    turn_session.validate();
-  }
-}
-
-void StreamConfig::validate() const {
-  require(sample_rate_hz > 0 && sample_rate_hz <= 768000,
-          fmt::format("sample_rate_hz must be 1 to 768000, got {}", sample_rate_hz));
-  require(model_rate_hz == 0 || model_rate_hz == 8000 || model_rate_hz == 16000,
-          fmt::format("model_rate_hz must be 0 (auto), 8000 or 16000, got {}", model_rate_hz));
-  require(buffer_ms >= 64 && buffer_ms <= 60'000, fmt::format("buffer_ms must be 64 to 60000, got {}", buffer_ms));
-  vad.validate();
-  if (detect_turns) turn.validate();
-}
 
 struct Engine::Impl {
   EngineConfig config;
   std::unique_ptr<engine::TurnPool> turns;  // outlives the workers' use of it (see ~Engine)
   std::vector<std::unique_ptr<Worker>> workers;
+  // Cancels runs past run_timeout_ms (null when 0). Declared after what it watches, so that it is
+  // stopped before them should the constructor throw; ~Engine stops it explicitly.
+  std::unique_ptr<engine::RunWatchdog> watchdog;
   std::mutex open_mu;  // serialises open_stream's capacity check and attach
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> opened{0};
   std::atomic<std::uint64_t> refused{0};
-  std::atomic<std::uint64_t> samples_rejected{0};  // of streams already closed
 };
 
 Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>()) {
@@ -99,10 +69,19 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>()) {
     sc.session = config.session;
     impl_->workers.push_back(std::make_unique<Worker>(i, impl_->config, SileroVad(sc), impl_->turns.get()));
   }
+  if (config.run_timeout_ms > 0) {
+    impl_->watchdog = std::make_unique<engine::RunWatchdog>(config.run_timeout_ms);
+    for (auto& w : impl_->workers) {
+      Worker* wp = w.get();
+      impl_->watchdog->watch(wp->run_deadline(), [wp] { wp->cancel_run(); });
+    }
+    if (impl_->turns) impl_->turns->watch_runs(*impl_->watchdog);
+    impl_->watchdog->start();
+  }
   if (impl_->turns) impl_->turns->start();
   for (auto& w : impl_->workers) w->start();
-  detail::log(LogLevel::kInfo, "engine: {} workers, model {}, max batch {}, gather wait {} us",
-              impl_->config.num_workers, path, config.max_batch, config.max_gather_wait_us);
+  detail::log(LogLevel::kInfo, "engine: {} workers, model {}, max batch {}, gather wait {} us, run timeout {} ms",
+              impl_->config.num_workers, path, config.max_batch, config.max_gather_wait_us, config.run_timeout_ms);
 }
 
 Engine::~Engine() {
@@ -110,7 +89,11 @@ Engine::~Engine() {
   // Turn workers first: after the drain nothing is in flight, and their deliveries (if any) need
   // the VAD workers alive.
   if (impl_->turns) impl_->turns->stop();
-  impl_->workers.clear();  // stops and joins
+  // The watchdog keeps watching while the workers finish (a Run may still hang), and stops
+  // before they are freed.
+  for (auto& w : impl_->workers) w->stop();
+  if (impl_->watchdog) impl_->watchdog->stop();
+  impl_->workers.clear();
 }
 
 const EngineConfig& Engine::config() const noexcept { return impl_->config; }
@@ -199,6 +182,12 @@ EngineStats Engine::stats() const {
     st.batches += c.batches.load();
     st.overload_events += c.overload_events.load();
     st.run_errors += c.run_errors.load();
+    st.run_timeouts += c.run_timeouts.load();
+    st.samples_analysed += c.samples_analysed.load();
+    st.samples_failed += c.samples_failed.load();
+    st.samples_discarded += c.samples_discarded.load();
+    st.samples_rejected += c.closed_samples_rejected.load();
+    st.events_dropped += c.closed_events_dropped.load();
     for (std::size_t b = 0; b < st.batch_size_counts.size(); ++b) st.batch_size_counts[b] += c.batch_sizes[b].load();
     c.queue_delay.add_to(qd, qd_sum, qd_max);
     c.inference.add_to(inf, inf_sum, inf_max);
@@ -210,11 +199,11 @@ EngineStats Engine::stats() const {
       st.events_dropped += s->events_dropped.load();
     }
   }
-  st.samples_rejected += m.samples_rejected.load();
   if (m.turns) {
     const auto& tc = m.turns->counters();
     st.turn_analyses = tc.analyses.load();
     st.turn_errors = tc.errors.load();
+    st.turn_timeouts = tc.timeouts.load();
     std::array<std::uint64_t, Histogram::kNumBuckets> tl{}, tf{}, ti{};
     double tl_sum = 0, tl_max = 0, tf_sum = 0, tf_max = 0, ti_sum = 0, ti_max = 0;
     tc.latency.add_to(tl, tl_sum, tl_max);
@@ -331,6 +320,7 @@ std::size_t Stream::push(std::span<const float> samples) {
     }
     drain_pending(s);
   }
+  s.input_accepted += accepted;
   note_refusal(s, samples.size() - accepted, accepted < samples.size());
   return accepted;
 }
@@ -376,6 +366,7 @@ void Stream::flush() {
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         note_refusal(s, 0, true);
+        s.flush_tail_refused = true;
         s.samples_rejected.fetch_add(s.pending_end - s.pending_begin, std::memory_order_relaxed);
         break;
       }

@@ -35,6 +35,7 @@ struct TurnSlot {
   // Mailbox from the turn worker: probability and failure first, then the id (release).
   float verdict_probability = 0.0f;
   bool verdict_failed = false;
+  bool verdict_timed_out = false;        // failed because the run passed EngineConfig::run_timeout_ms
   std::atomic<std::uint64_t> verdict_id{0};
   std::atomic<bool> in_flight{false};    // a request of this stream is with the turn pool
 };
@@ -74,6 +75,10 @@ struct StreamSlot : std::enable_shared_from_this<StreamSlot> {
   std::size_t pending_end = 0;
   std::atomic<bool> flush_requested{false};
   std::int64_t flush_ns = 0;  // written before flush_requested (release)
+  // For the closing tally (input_tally.h), read by the worker once close_requested is seen
+  // (acquire): input samples push() accepted, and whether flush() gave up on the resampler's tail.
+  std::uint64_t input_accepted = 0;
+  bool flush_tail_refused = false;
 
   // --- scheduling ---------------------------------------------------------------------------
   std::atomic<bool> queued{false};          // in its worker's ready queue
@@ -84,6 +89,8 @@ struct StreamSlot : std::enable_shared_from_this<StreamSlot> {
   SileroStreamState vad_state;
   StreamingSegmenter segmenter;
   std::int64_t frames_done = 0;
+  std::uint64_t model_analysed = 0;    // model samples given to runs that succeeded (padding excluded)
+  std::uint64_t model_failed = 0;      // ... and to runs that failed
   bool overloaded = false;             // inside an overload episode (one event per episode)
   std::uint32_t episodes_reported = 0; // refusal_episodes already reported in overload events
   bool finished = false;               // kEndOfStream emitted

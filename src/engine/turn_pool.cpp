@@ -22,7 +22,7 @@ TurnPool::TurnPool(const EngineConfig& config) : config_(config) {
     mc.model_path = config.turn_model;
     mc.max_batch = config.turn_max_batch;
     mc.session = config.turn_session;
-    auto w = std::unique_ptr<Worker>(new Worker{SmartTurn(mc), TurnFeatures(), Resampler(8000, 16000, 8192), {}, {}, {}, {}, {}, {}});
+    auto w = std::unique_ptr<Worker>(new Worker{SmartTurn(mc), TurnFeatures(), Resampler(8000, 16000, 8192), {}, {}, {}, {}, {}, {}, {}});
     w->audio16k.assign(kTurnWindowSamples + 8192, 0.0f);
     w->feature_buffer.assign(batch * kTurnFeatureValues, 0.0f);
     w->feature_ptrs.resize(batch);
@@ -33,6 +33,13 @@ TurnPool::TurnPool(const EngineConfig& config) : config_(config) {
 }
 
 TurnPool::~TurnPool() { stop(); }
+
+void TurnPool::watch_runs(RunWatchdog& watchdog) {
+  for (auto& w : workers_) {
+    Worker* wp = w.get();
+    watchdog.watch(wp->deadline, [wp] { wp->model.cancel_run(); });
+  }
+}
 
 void TurnPool::start() {
   for (auto& w : workers_) {
@@ -84,11 +91,12 @@ bool TurnPool::submit(std::shared_ptr<StreamSlot> stream, std::uint64_t request_
   return true;
 }
 
-void TurnPool::deliver(Request& r, float probability, bool failed) {
+void TurnPool::deliver(Request& r, float probability, bool failed, bool timed_out) {
   StreamSlot& s = *r.stream;
   TurnSlot& t = *s.turn;
   t.verdict_probability = probability;
   t.verdict_failed = failed;
+  t.verdict_timed_out = timed_out;
   t.verdict_id.store(r.request_id, std::memory_order_release);
   t.in_flight.store(false, std::memory_order_release);
   // Wake the stream's VAD worker, which alone turns the verdict into events. The stream cannot be
@@ -112,6 +120,8 @@ void TurnPool::run(Worker& w) {
     lock.unlock();
     std::size_t n = 0;
     bool failed = false;
+    bool timed_out = false;
+    std::int64_t run_start = 0;
     try {
       for (std::size_t k = 0; k < w.batch.size(); ++k) {
         Request& r = requests_[w.batch[k]];
@@ -133,17 +143,32 @@ void TurnPool::run(Worker& w) {
         w.feature_ptrs[n++] = features;
         counters_.features.record(static_cast<double>(now_ns() - t0) / 1000.0);
       }
-      const std::int64_t t1 = now_ns();
+      run_start = now_ns();
+      w.deadline.begin(run_start);  // the watchdog may cancel it from here (run_watchdog.h)
       w.model.run(std::span(w.feature_ptrs.data(), n), std::span(w.probs.data(), n));
-      counters_.inference.record(static_cast<double>(now_ns() - t1) / 1000.0);
+      const std::int64_t run_end = now_ns();
+      // Completed, though perhaps cancelled at its very end: the results stand, the flag goes.
+      if (w.deadline.end(run_start)) w.model.clear_cancel();
+      counters_.inference.record(static_cast<double>(run_end - run_start) / 1000.0);
+      run_start = 0;  // ended: the handler below must not end it again
     } catch (const Error& e) {
       failed = true;
       counters_.errors.fetch_add(1, std::memory_order_relaxed);
-      detail::log(LogLevel::kError, "turn analysis of {} stream(s) failed: {}", w.batch.size(), e.what());
+      if (run_start != 0 && w.deadline.end(run_start)) {
+        w.model.clear_cancel();
+        timed_out = true;
+        counters_.timeouts.fetch_add(1, std::memory_order_relaxed);
+        detail::log(LogLevel::kError,
+                    "turn analysis of {} stream(s) took longer than run_timeout_ms ({} ms) and was cancelled; the "
+                    "turns go on (raise EngineConfig::run_timeout_ms or use a smaller turn_max_batch if this repeats)",
+                    w.batch.size(), config_.run_timeout_ms);
+      } else {
+        detail::log(LogLevel::kError, "turn analysis of {} stream(s) failed: {}", w.batch.size(), e.what());
+      }
     }
     for (std::size_t k = 0; k < w.batch.size(); ++k) {
       Request& r = requests_[w.batch[k]];
-      deliver(r, failed ? -1.0f : w.probs[k], failed);
+      deliver(r, failed ? -1.0f : w.probs[k], failed, timed_out);
       counters_.analyses.fetch_add(1, std::memory_order_relaxed);
       r.stream.reset();  // may free the stream: after deliver() is done with it
     }

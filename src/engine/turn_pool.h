@@ -21,6 +21,7 @@
 #include "brisvox/models/turn/smart_turn.h"
 #include "brisvox/models/turn/turn_features.h"
 #include "engine/histogram.h"
+#include "engine/run_watchdog.h"
 
 namespace brisvox::engine {
 
@@ -29,6 +30,7 @@ struct StreamSlot;
 struct TurnCounters {
   std::atomic<std::uint64_t> analyses{0};
   std::atomic<std::uint64_t> errors{0};
+  std::atomic<std::uint64_t> timeouts{0};  // runs the watchdog cancelled (also in errors)
   Histogram latency;
   Histogram features;
   Histogram inference;
@@ -50,6 +52,8 @@ class TurnPool {
               const float* audio_a, std::size_t n_a, const float* audio_b, std::size_t n_b);
 
   const TurnCounters& counters() const noexcept { return counters_; }
+  // Before start(): puts every turn worker's Smart Turn run under the watchdog's deadline.
+  void watch_runs(RunWatchdog& watchdog);
 
  private:
   struct Request {
@@ -70,10 +74,11 @@ class TurnPool {
     std::vector<float> probs;
     std::vector<std::size_t> batch;     // request indices
     std::thread thread;
+    RunDeadline deadline;
   };
 
   void run(Worker& w);
-  void deliver(Request& r, float probability, bool failed);
+  void deliver(Request& r, float probability, bool failed, bool timed_out);
 
   const EngineConfig config_;
   std::vector<Request> requests_;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "brisvox/error.h"
+#include "engine/input_tally.h"
 #include "engine/turn_pool.h"
 #include "log.h"
 
@@ -207,31 +208,20 @@ void Worker::process(int rate_index, std::size_t count) {
     window_.record(delay_us);
   }
   bool ok = true;
+  deadline_.begin(t0);  // from here the watchdog may cancel the Run (run_watchdog.h)
   try {
     vad_.run(rate_hz, std::span(batch_states_.data(), n), std::span(batch_chunks_.data(), n),
              std::span(probs_.data(), n));
   } catch (const Error& e) {
     ok = false;
-    counters_.run_errors.fetch_add(1, std::memory_order_relaxed);
-    detail::log(LogLevel::kError, "worker {}: {}", index_, e.what());
-    for (std::size_t i = 0; i < n; ++i) {
-      StreamSlot& s = *batch_[i];
-      {
-        std::lock_guard lock(s.error_mutex);
-        s.last_error = fmt::format("frame {} of stream {} was not analysed: {}", s.frames_done, s.id, e.what());
-      }
-      Event ev;
-      ev.type = EventType::kError;
-      ev.error_code = e.code();
-      ev.frame_index = s.frames_done;
-      ev.start_s = s.seconds(s.frames_done * s.chunk_samples);
-      ev.end_s = s.seconds(s.frames_done * s.chunk_samples + static_cast<std::int64_t>(consumed_[i]));
-      s.emit(ev);
-      // The segmenter needs a probability per frame to keep its sample clock: the frame counts
-      // as silence, and the error event says so.
-      probs_[i] = 0.0f;
-    }
+    // A Run the watchdog cancelled fails like any other; end() below tells which it was.
+    const bool timed_out = deadline_.end(t0);
+    if (timed_out) vad_.clear_cancel();
+    fail_batch(n, e, timed_out, now_ns() - t0);
   }
+  // A Run that completed although the watchdog cancelled it at its very end keeps its results;
+  // the flag must still be cleared, or the next Run would fail at once.
+  if (ok && deadline_.end(t0)) vad_.clear_cancel();
   const std::int64_t t1 = now_ns();
   counters_.inference.record(static_cast<double>(t1 - t0) / 1000.0);
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
@@ -241,6 +231,7 @@ void Worker::process(int rate_index, std::size_t count) {
   for (std::size_t i = 0; i < n; ++i) {
     StreamSlot& s = *batch_[i];
     s.samples.consume(consumed_[i]);
+    (ok ? s.model_analysed : s.model_failed) += consumed_[i];
     const std::int64_t frame = s.frames_done++;
     if (s.config.emit_probabilities && ok) {
       Event ev;
@@ -267,6 +258,38 @@ void Worker::process(int rate_index, std::size_t count) {
     }
   }
   update_window(t1);
+}
+
+void Worker::fail_batch(std::size_t n, const Error& error, bool timed_out, std::int64_t elapsed_ns) {
+  counters_.run_errors.fetch_add(1, std::memory_order_relaxed);
+  const ErrorCode code = timed_out ? ErrorCode::kInferenceTimeout : error.code();
+  if (timed_out) counters_.run_timeouts.fetch_add(1, std::memory_order_relaxed);
+  // ONNX Runtime's own message for a cancelled Run ("terminate flag") tells the user nothing.
+  const std::string why =
+      timed_out ? fmt::format("the model run of {} stream(s) took longer than run_timeout_ms ({} ms) and was "
+                              "cancelled after {} ms; the frame counts as silence and the stream goes on. If this "
+                              "repeats, the machine is overloaded or the model too slow: open fewer streams per "
+                              "worker, lower max_batch or raise EngineConfig::run_timeout_ms",
+                              n, config_.run_timeout_ms, elapsed_ns / 1'000'000)
+                : std::string(error.what());
+  detail::log(LogLevel::kError, "worker {}: {}", index_, why);
+  for (std::size_t i = 0; i < n; ++i) {
+    StreamSlot& s = *batch_[i];
+    {
+      std::lock_guard lock(s.error_mutex);
+      s.last_error = fmt::format("frame {} of stream {} was not analysed: {}", s.frames_done, s.id, why);
+    }
+    Event ev;
+    ev.type = EventType::kError;
+    ev.error_code = code;
+    ev.frame_index = s.frames_done;
+    ev.start_s = s.seconds(s.frames_done * s.chunk_samples);
+    ev.end_s = s.seconds(s.frames_done * s.chunk_samples + static_cast<std::int64_t>(consumed_[i]));
+    s.emit(ev);
+    // The segmenter needs a probability per frame to keep its sample clock: the frame counts as
+    // silence, and the error event says so.
+    probs_[i] = 0.0f;
+  }
 }
 
 void Worker::finish_stream(StreamSlot& s) {
@@ -299,6 +322,15 @@ void Worker::remove_stream(StreamSlot* s) {
   const auto it = std::find_if(streams_.begin(), streams_.end(),
                                [s](const std::shared_ptr<StreamSlot>& p) { return p.get() == s; });
   if (it == streams_.end()) return;
+  // The stream's last figures: its handle is gone (close_requested was seen with acquire), so
+  // neither the producer nor this worker changes them any more.
+  const InputTally t = tally_input(s->input_accepted, s->model_analysed, s->model_failed, s->config.sample_rate_hz,
+                                   s->model_rate_hz, s->finished && !s->flush_tail_refused);
+  counters_.samples_analysed.fetch_add(t.analysed, std::memory_order_relaxed);
+  counters_.samples_failed.fetch_add(t.failed, std::memory_order_relaxed);
+  counters_.samples_discarded.fetch_add(t.discarded, std::memory_order_relaxed);
+  counters_.closed_samples_rejected.fetch_add(s->samples_rejected.load(), std::memory_order_relaxed);
+  counters_.closed_events_dropped.fetch_add(s->events_dropped.load(), std::memory_order_relaxed);
   s->retired.store(true, std::memory_order_relaxed);
   retired_.push_back(std::move(*it));
   *it = std::move(streams_.back());
@@ -338,11 +370,16 @@ void Worker::turn_mailbox(StreamSlot& s) {
     if (t.verdict_failed) {
       {
         std::lock_guard lock(s.error_mutex);
-        s.last_error = fmt::format("end-of-turn analysis {} of stream {} failed (see the log); the turn goes on", id, s.id);
+        s.last_error =
+            t.verdict_timed_out
+                ? fmt::format("end-of-turn analysis {} of stream {} took longer than run_timeout_ms ({} ms) and was "
+                              "cancelled; the turn goes on (raise EngineConfig::run_timeout_ms if this repeats)",
+                              id, s.id, config_.run_timeout_ms)
+                : fmt::format("end-of-turn analysis {} of stream {} failed (see the log); the turn goes on", id, s.id);
       }
       Event ev;
       ev.type = EventType::kError;
-      ev.error_code = ErrorCode::kRuntime;
+      ev.error_code = t.verdict_timed_out ? ErrorCode::kInferenceTimeout : ErrorCode::kRuntime;
       s.emit(ev);
       probability = 0.0f;  // as incomplete: the next pause or the timeout ends the turn
     }

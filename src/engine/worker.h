@@ -14,6 +14,7 @@
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "engine/histogram.h"
+#include "engine/run_watchdog.h"
 #include "engine/stream_slot.h"
 
 namespace brisvox::engine {
@@ -26,6 +27,14 @@ struct WorkerCounters {
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> overload_events{0};
   std::atomic<std::uint64_t> run_errors{0};
+  std::atomic<std::uint64_t> run_timeouts{0};  // runs the watchdog cancelled (also in run_errors)
+  // Of the streams this worker closed (input_tally.h), in input-rate samples.
+  std::atomic<std::uint64_t> samples_analysed{0};
+  std::atomic<std::uint64_t> samples_failed{0};
+  std::atomic<std::uint64_t> samples_discarded{0};
+  // The per-stream counters of closed streams, so that the engine's totals never go down.
+  std::atomic<std::uint64_t> closed_samples_rejected{0};
+  std::atomic<std::uint64_t> closed_events_dropped{0};
   std::vector<std::atomic<std::uint64_t>> batch_sizes;  // [b], b = 1..max_batch
   Histogram queue_delay;
   Histogram inference;
@@ -55,6 +64,9 @@ class Worker {
 
   int num_streams() const noexcept { return num_streams_.load(std::memory_order_relaxed); }
   const WorkerCounters& counters() const noexcept { return counters_; }
+  // For the engine's RunWatchdog: this worker's in-flight Run, and how to cancel it (any thread).
+  RunDeadline& run_deadline() noexcept { return deadline_; }
+  void cancel_run() noexcept { vad_.cancel_run(); }
   // Streams of this worker that have not yet emitted kEndOfStream (for drain).
   std::vector<std::shared_ptr<StreamSlot>> streams_snapshot();
 
@@ -79,6 +91,8 @@ class Worker {
   // Pops up to max_batch streams of one rate into batch_ (worker mutex held).
   int gather(std::unique_lock<std::mutex>& lock);
   void process(int rate_index, std::size_t count);
+  // A failed Run: error events for the batch's n streams, whose frames count as silence.
+  void fail_batch(std::size_t n, const Error& error, bool timed_out, std::int64_t elapsed_ns);
   void finish_stream(StreamSlot& s);
   void remove_stream(StreamSlot* s);
   void reap_retired();
@@ -94,6 +108,7 @@ class Worker {
   const EngineConfig config_;
   SileroVad vad_;
   WorkerCounters counters_;
+  RunDeadline deadline_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -142,7 +142,8 @@ void HttpSession::start_vad_job(Request request) {
   auto req = std::make_shared<Request>(std::move(request));
   net::post(ctx_.jobs, [self = shared_from_this(), req] {
     HttpAnswer answer =
-        run_vad_request(self->ctx_.engine, req->body(), target_query(to_sv(req->target())), self->ctx_.aborting);
+        run_vad_request(self->ctx_.engine, self->ctx_.metrics, req->body(), target_query(to_sv(req->target())),
+                        self->ctx_.aborting);
     if (!answer.error_code.empty()) self->ctx_.metrics.count_error(answer.error_code);
     auto res = std::make_shared<Response>(static_cast<http::status>(answer.status), req->version());
     res->set(http::field::server, "brisvox/" BRISVOX_VERSION);

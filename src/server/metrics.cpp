@@ -63,7 +63,40 @@ std::string label_value(std::string_view v) {
   return out;
 }
 
+void audio_accounting(std::string& out, const EngineStats& st, const ServerMetrics& server) {
+  sample(out, "brisvox_audio_samples_received_total", "counter",
+         "Audio samples decoded from accepted audio (WebSocket messages, POST bodies), at each stream's input rate.",
+         server.audio_samples_received.load());
+  sample(out, "brisvox_audio_samples_processed_total", "counter",
+         "Received samples analysed by the model, counted when their stream closes (flush padding excluded).",
+         st.samples_analysed);
+  constexpr std::string_view name = "brisvox_audio_samples_rejected_total";
+  header(out, name, "counter",
+         "Received samples that will never be analysed, by reason; received = processed + rejected once all streams "
+         "are closed.");
+  const auto line = [&](std::string_view reason, std::uint64_t n) {
+    fmt::format_to(std::back_inserter(out), "{}{{reason=\"{}\"}} {}\n", name, reason, n);
+  };
+  for (std::size_t i = 0; i < server.audio_samples_lost.size(); ++i) {
+    line(to_string(static_cast<AudioLoss>(i)), server.audio_samples_lost[i].load());
+  }
+  line("stream_closed", st.samples_discarded);
+  line("model_error", st.samples_failed);
+}
+
 }  // namespace
+
+std::string_view to_string(AudioLoss loss) {
+  switch (loss) {
+    case AudioLoss::kReset: return "reset";
+    case AudioLoss::kDisconnected: return "disconnected";
+    case AudioLoss::kError: return "error";
+    case AudioLoss::kShutdown: return "shutdown";
+    case AudioLoss::kRequestFailed: return "request_failed";
+    case AudioLoss::kCount: break;
+  }
+  return "unknown";
+}
 
 void ServerMetrics::count_error(std::string_view code) {
   std::lock_guard lock(mu_);
@@ -111,6 +144,7 @@ std::string render_prometheus(const EngineStats& st, const ServerMetrics& server
   }
   sample(out, "brisvox_audio_received_bytes_total", "counter", "Audio bytes received on WebSocket streams.",
          server.audio_bytes_received.load());
+  audio_accounting(out, st, server);
   sample(out, "brisvox_http_requests_total", "counter", "HTTP requests read (upgrades included).",
          server.http_requests.load());
   if (rss_bytes > 0) {

@@ -3,6 +3,7 @@
 // messages dropped for slow readers). Thread-safe: any thread counts, any thread renders.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -13,6 +14,19 @@
 #include "brisvox/engine/engine.h"
 
 namespace brisvox::server {
+
+// Why the server dropped received audio before it reached an engine stream (brisvox_audio_samples_
+// rejected_total{reason}). Audio an engine stream took and then discarded is the engine's to count
+// (EngineStats::samples_discarded, samples_failed).
+enum class AudioLoss {
+  kReset,          // held when the client asked for a reset
+  kDisconnected,   // held when the client went away (a close without "close", a lost connection)
+  kError,          // held when the session ended on an error (bad audio, slow reader, overloaded, ...)
+  kShutdown,       // held when the drain deadline aborted the session
+  kRequestFailed,  // POST /v1/vad: decoded but not fed, the request having failed
+  kCount
+};
+std::string_view to_string(AudioLoss loss);
 
 class ServerMetrics {
  public:
@@ -25,6 +39,14 @@ class ServerMetrics {
   std::atomic<std::uint64_t> streams_refused{0};   // by the server, before the engine was asked
   std::atomic<std::uint64_t> messages_dropped{0};  // "vad" messages a slow reader did not get
   std::atomic<std::uint64_t> audio_bytes_received{0};
+  // Audio accounting, in samples at each stream's input rate: every sample decoded from an
+  // accepted audio message (WebSocket) or request body (POST /v1/vad) is counted here, and ends,
+  // once its stream is closed, either processed by the engine or rejected (docs/PROTOCOL.md).
+  std::atomic<std::uint64_t> audio_samples_received{0};
+  void count_loss(AudioLoss why, std::uint64_t samples) {
+    audio_samples_lost[static_cast<std::size_t>(why)].fetch_add(samples, std::memory_order_relaxed);
+  }
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(AudioLoss::kCount)> audio_samples_lost{};
   std::atomic<std::uint64_t> http_requests{0};
 
  private:

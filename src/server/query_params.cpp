@@ -105,7 +105,8 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
   SegmenterParams& p = r.stream.vad;
   for (const auto& [key, value] : parse_query_string(query)) {
     if (key == "sample_rate") {
-      r.stream.sample_rate_hz = parse_int_in(key, value, 1, 768000);
+      r.stream.sample_rate_hz =
+          parse_int_in(key, value, StreamConfig::kMinSampleRateHz, StreamConfig::kMaxSampleRateHz);
       r.sample_rate_given = true;
     } else if (key == "encoding") {
       r.encoding = parse_encoding(value);

@@ -34,7 +34,7 @@ struct AudioRequest {
 enum class AudioEndpoint { kStream, kVad };
 
 // Keys of both endpoints:
-//   sample_rate (1..768000; stream default 16000), encoding (pcm_s16le|pcm_f32le|mulaw|alaw;
+//   sample_rate (1000..768000; stream default 16000), encoding (pcm_s16le|pcm_f32le|mulaw|alaw;
 //   stream default pcm_s16le), model_rate (8000|16000), events (comma list: vad), token (checked
 //   elsewhere), and the segmenter's: threshold, neg_threshold, min_speech_ms, max_speech_s,
 //   min_silence_ms, speech_pad_ms, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech.

@@ -1,12 +1,10 @@
 #include "server/vad_request.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <vector>
 
 #include "brisvox/audio/audio_file.h"
@@ -17,44 +15,6 @@
 
 namespace brisvox::server {
 namespace {
-
-// A file in the temporary folder holding the body, for libsndfile; removed when done.
-class TempFile {
- public:
-  explicit TempFile(std::string_view contents) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "brisvox-vad-XXXXXX").string();
-    const int fd = ::mkstemp(pattern.data());
-    if (fd < 0) throw Error(ErrorCode::kIo, "cannot create a temporary file for the request body");
-    path_ = pattern;
-    std::size_t done = 0;
-    while (done < contents.size()) {
-      const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-      if (n <= 0) {
-        ::close(fd);
-        throw Error(ErrorCode::kIo, "cannot write the request body to a temporary file (disk full?)");
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-  }
-  ~TempFile() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  if (from.empty()) return s;
-  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-    s.replace(at, from.size(), to);
-  }
-  return s;
-}
 
 HttpAnswer error_answer(int status, std::string_view code, std::string_view message) {
   HttpAnswer a;
@@ -71,12 +31,13 @@ struct Result {
 };
 
 // Feeds the audio as fast as the stream takes it (as `brisvox vad` does) and collects the events.
-Result run_stream(Engine& engine, const Audio& audio, StreamConfig config, const std::atomic<bool>& abort) {
+// `pushed`: samples the stream took so far, also when this throws.
+Result run_stream(Engine& engine, const Audio& audio, StreamConfig config, const std::atomic<bool>& abort,
+                  std::size_t& pushed) {
   config.sample_rate_hz = audio.sample_rate_hz;
   config.turn_wait_for_verdict = true;  // a whole file: the result must not depend on timing
   Stream stream = engine.open_stream(config);
   Result r;
-  std::size_t pushed = 0;
   bool flushed = false;
   bool ended = false;
   double end_s = 0;
@@ -152,13 +113,14 @@ int http_status_for(ErrorCode code) {
       return 415;
     case ErrorCode::kOverloaded:
     case ErrorCode::kClosed:
+    case ErrorCode::kInferenceTimeout:  // the machine is too slow right now: the client may retry
       return 503;
     default:
       return 500;
   }
 }
 
-HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_view query,
+HttpAnswer run_vad_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
                            const std::atomic<bool>& abort) {
   AudioRequest request;
   try {
@@ -166,7 +128,6 @@ HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_vi
   } catch (const Error& e) {
     return error_answer(400, "bad_request", e.what());
   }
-  std::string temp_path;
   try {
     if (body.empty()) throw Error(ErrorCode::kBadAudio, "the request body is empty: send the audio file as the body");
     Audio audio;
@@ -176,11 +137,19 @@ HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_vi
       audio.num_channels_in_source = 1;
       if (audio.samples.empty()) throw Error(ErrorCode::kBadAudio, "the request body holds no complete sample");
     } else {
-      TempFile file(body);
-      temp_path = file.path();
-      audio = load_audio(file.path());
+      // Decoded where it lies: the messages name the request (?name=), not a temporary file.
+      audio = read_audio_memory(std::as_bytes(std::span(body.data(), body.size())), request.name);
     }
-    const Result r = run_stream(engine, audio, request.stream, abort);
+    metrics.audio_samples_received.fetch_add(audio.samples.size(), std::memory_order_relaxed);
+    std::size_t pushed = 0;
+    Result r;
+    try {
+      r = run_stream(engine, audio, request.stream, abort, pushed);
+    } catch (...) {
+      // What the engine took is its to count (analysed or discarded when the stream closed).
+      metrics.count_loss(AudioLoss::kRequestFailed, audio.samples.size() - pushed);
+      throw;
+    }
     // The same object, key order and number format as `brisvox vad --format json`.
     nlohmann::ordered_json j;
     j["file"] = request.name;
@@ -194,9 +163,7 @@ HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_vi
     a.body = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     return a;
   } catch (const Error& e) {
-    // Messages name the temporary file: name the request instead.
-    const std::string message = replace_all(e.what(), temp_path, request.name);
-    return error_answer(http_status_for(e.code()), to_string(e.code()), message);
+    return error_answer(http_status_for(e.code()), to_string(e.code()), e.what());
   } catch (const std::exception& e) {
     return error_answer(500, "internal", e.what());
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "brisvox/engine/engine.h"
+#include "server/metrics.h"
 
 namespace brisvox::server {
 
@@ -22,8 +23,9 @@ struct HttpAnswer {
   std::string error_code;  // for the error counter; empty on success
 };
 
-// `abort` set: give up (the server is stopping) with 503.
-HttpAnswer run_vad_request(Engine& engine, std::string_view body, std::string_view query,
+// `abort` set: give up (the server is stopping) with 503. The decoded audio is counted in
+// `metrics` (received, and rejected for what a failed request did not feed).
+HttpAnswer run_vad_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
                            const std::atomic<bool>& abort);
 
 // The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).

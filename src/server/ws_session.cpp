@@ -82,6 +82,7 @@ WsSession::WsSession(beast::tcp_stream&& socket, ServerContext& ctx, AudioReques
 WsSession::~WsSession() {
   if (wakeup_) wakeup_->detach();
   stream_.close();
+  discard_held(loss_reason_);  // nothing left unless the session never finished (the server stopped)
   ctx_.streams_open.fetch_sub(1);
 }
 
@@ -200,8 +201,7 @@ void WsSession::handle_control(const std::string& text) {
     case ControlType::kReset:
       // Everything of the current stream goes: held audio, a partial sample, unread events.
       stream_.close();
-      pending_.clear();
-      pending_begin_ = 0;
+      discard_held(AudioLoss::kReset);
       decoder_.reset();
       offset_s_ = 0;
       stream_samples_ = 0;
@@ -237,6 +237,7 @@ void WsSession::handle_audio(std::span<const std::byte> bytes) {
   }
   if (pending_begin_ == pending_.size()) pending_since_ = Clock::now();
   pending_.insert(pending_.end(), decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(n));
+  ctx_.metrics.audio_samples_received.fetch_add(n, std::memory_order_relaxed);
   stream_samples_ += n;
   total_audio_s_ += audio_s;
 }
@@ -434,6 +435,7 @@ void WsSession::send(std::string message, SendQueue::Kind kind) {
       log_server("stream {}: the client reads too slowly: {} messages, {} bytes waiting", id_, queue_.size(),
                  queue_.bytes());
       queue_.discard(/*keep_front=*/writing_);
+      loss_reason_ = AudioLoss::kError;
       begin_close(kClosePolicy, "slow reader");
       return;
   }
@@ -476,6 +478,7 @@ void WsSession::fail(std::string_view code, std::uint16_t close_code, const std:
   if (phase_ != Phase::kOpen) return;
   ctx_.metrics.count_error(code);
   log_server("stream {}: error [{}]: {}", id_, code, message);
+  loss_reason_ = AudioLoss::kError;
   send(error_message(code, message));
   begin_close(close_code, std::string(code));
 }
@@ -530,6 +533,7 @@ void WsSession::abort() {
   net::post(ws_.get_executor(), [self = shared_from_this()] {
     if (self->phase_ == Phase::kClosed) return;
     self->drop_connection();
+    self->loss_reason_ = AudioLoss::kShutdown;
     self->finish("aborted: the drain deadline passed");
   });
 }
@@ -543,6 +547,7 @@ void WsSession::finish(std::string_view why) {
   close_timer_.cancel();
   wakeup_->detach();
   stream_.close();
+  discard_held(loss_reason_);
   if (!close_started_) drop_connection();
   if (!was_open) return;
   ctx_.sessions.remove(id_);
@@ -553,6 +558,13 @@ void WsSession::finish(std::string_view why) {
   } else {
     log_server("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
   }
+}
+
+void WsSession::discard_held(AudioLoss why) {
+  const std::size_t held = pending_.size() - pending_begin_;
+  if (held > 0) ctx_.metrics.count_loss(why, held);
+  pending_.clear();
+  pending_begin_ = 0;
 }
 
 }  // namespace brisvox::server

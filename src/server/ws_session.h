@@ -87,6 +87,8 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   void start_close_handshake();
   void drop_connection();
   void finish(std::string_view why);
+  // Counts the held audio (decoded, not yet taken by the engine stream) as rejected and drops it.
+  void discard_held(AudioLoss why);
   double timeline_s(double stream_s) const;  // a time of the current engine stream on the session's timeline
   double stream_time_s() const;              // where the current engine stream ends so far
 
@@ -111,6 +113,7 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   bool reading_ = false;
   bool writing_ = false;
   bool close_started_ = false;
+  AudioLoss loss_reason_ = AudioLoss::kDisconnected;  // what held audio is lost to if the session ends now
 
   // Reading: one chunk at a time (about 250 ms of audio), counted against the message limit.
   std::vector<std::byte> read_buf_;

@@ -261,13 +261,20 @@ TEST(Engine, WorkersAreTheOnlyThreadsItAdds) {
   ort_initialize();  // ONNX Runtime's one thread per process, not the engine's
   const int before = process_thread_count();
   {
+    // Two workers and the run watchdog (EngineConfig::run_timeout_ms).
     Engine engine(small_engine(2));
-    EXPECT_EQ(process_thread_count(), before + 2);
+    EXPECT_EQ(process_thread_count(), before + 2 + 1);
     Stream s = engine.open_stream({});
     feed_all(s, std::span(sample().samples).first(64000), 1);
-    EXPECT_EQ(process_thread_count(), before + 2) << "ONNX Runtime added threads while running";
+    EXPECT_EQ(process_thread_count(), before + 2 + 1) << "ONNX Runtime added threads while running";
   }
   EXPECT_EQ(process_thread_count(), before);
+  {
+    EngineConfig no_deadline = small_engine(2);
+    no_deadline.run_timeout_ms = 0;  // no watchdog thread
+    Engine engine(no_deadline);
+    EXPECT_EQ(process_thread_count(), before + 2);
+  }
 }
 
 TEST(Engine, DrainFlushesOpenStreams) {

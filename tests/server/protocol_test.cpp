@@ -74,6 +74,9 @@ TEST(QueryParams, ErrorsNameTheKey) {
   EXPECT_NE(error_of("encoding=mp3").find("mp3"), std::string::npos);
   EXPECT_NE(error_of("sample_rate=-5").find("sample_rate"), std::string::npos);
   EXPECT_NE(error_of("sample_rate=16k").find("sample_rate"), std::string::npos);
+  // Below 1000 Hz the resampler's buffers would grow without bound (16000 / rate).
+  EXPECT_NE(error_of("sample_rate=999").find("must be 1000 to 768000, got 999"), std::string::npos);
+  EXPECT_EQ(parse_audio_request("sample_rate=1000", AudioEndpoint::kStream).stream.sample_rate_hz, 1000);
   EXPECT_NE(error_of("threshold=7").find("threshold"), std::string::npos);
   EXPECT_NE(error_of("threshold=nan").find("threshold"), std::string::npos);
   EXPECT_NE(error_of("model_rate=22050").find("model_rate"), std::string::npos);
@@ -204,6 +207,30 @@ TEST(Metrics, PrometheusText) {
         "brisvox_queue_delay_seconds_sum 0.002\n", "brisvox_errors_total{code=\"bad_control\"} 2\n",
         "brisvox_errors_total{code=\"we\\\"ird\"} 1\n", "brisvox_process_resident_memory_bytes 123456789\n",
         "# TYPE brisvox_queue_delay_seconds histogram\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+}
+
+TEST(Metrics, AudioAccountingHasEveryReason) {
+  EngineStats st;
+  st.samples_analysed = 1000;
+  st.samples_discarded = 7;
+  st.samples_failed = 3;
+  ServerMetrics m;
+  m.audio_samples_received = 1500;
+  m.count_loss(AudioLoss::kReset, 200);
+  m.count_loss(AudioLoss::kDisconnected, 250);
+  m.count_loss(AudioLoss::kDisconnected, 40);
+  const std::string text = render_prometheus(st, m, 0);
+  for (const char* line :
+       {"brisvox_audio_samples_received_total 1500\n", "brisvox_audio_samples_processed_total 1000\n",
+        "brisvox_audio_samples_rejected_total{reason=\"reset\"} 200\n",
+        "brisvox_audio_samples_rejected_total{reason=\"disconnected\"} 290\n",
+        "brisvox_audio_samples_rejected_total{reason=\"error\"} 0\n",
+        "brisvox_audio_samples_rejected_total{reason=\"shutdown\"} 0\n",
+        "brisvox_audio_samples_rejected_total{reason=\"request_failed\"} 0\n",
+        "brisvox_audio_samples_rejected_total{reason=\"stream_closed\"} 7\n",
+        "brisvox_audio_samples_rejected_total{reason=\"model_error\"} 3\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
 }

@@ -10,6 +10,7 @@ Every test is bounded in time, and every server process is killed at the end, wh
 """
 import argparse
 import asyncio
+import base64
 import ctypes
 import http.client
 import json
@@ -200,6 +201,87 @@ def upgrade_request(server, query="", headers=None):
     body = r.read() if r.status != 101 else b""
     conn.close()
     return r.status, (json.loads(body) if body else None)
+
+
+def metrics_values(server):
+    """GET /metrics as {sample name with labels: value}."""
+    status, _, body = http_request("GET", server.url("/metrics"))
+    assert status == 200, status
+    values = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+async def wait_streams_released(server, timeout=5.0, active=0):
+    """Waits until the engine and the server both count `active` open streams; returns the values."""
+    deadline = time.monotonic() + timeout
+    while True:
+        values = metrics_values(server)
+        if values["brisvox_active_streams"] == active and values["brisvox_websocket_sessions_active"] == active:
+            return values
+        if time.monotonic() > deadline:
+            raise AssertionError(f"streams not released: engine {values['brisvox_active_streams']}, "
+                                 f"sessions {values['brisvox_websocket_sessions_active']}, want {active}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_log(server, pattern, timeout=5.0):
+    """The first stderr line of the server matching `pattern` (a regex), waiting for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in list(server.lines):
+            m = re.search(pattern, line)
+            if m:
+                return m
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no server log line matches {pattern!r}:\n" + "\n".join(server.lines[-20:]))
+        await asyncio.sleep(0.05)
+
+
+def raw_ws_connect(server, query="sample_rate=16000&encoding=pcm_s16le"):
+    """A WebSocket session over a plain socket, for faults no client library makes: returns the
+    socket (after the 101 answer) and the stream id the server logged for it."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET /v1/stream?{query} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                  f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                  f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {TOKEN}\r\n\r\n").encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        more = sock.recv(4096)
+        assert more, f"the server closed the connection during the upgrade: {answer!r}"
+        answer += more
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    # Read the `ready` message: a socket closed with unread data sends a reset, not a FIN.
+    while b"ready" not in answer:
+        more = sock.recv(4096)
+        assert more, f"the server closed the connection before `ready`: {answer!r}"
+        answer += more
+    port = sock.getsockname()[1]
+    return sock, port
+
+
+def client_frame_header(opcode, length, mask):
+    """The header of one final, masked client frame carrying `length` payload bytes (RFC 6455 5.2)."""
+    if length < 126:
+        head = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
+    elif length < 1 << 16:
+        head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
+    return head + mask
+
+
+def masked(payload, mask):
+    return bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def client_frame(opcode, payload):
+    mask = os.urandom(4)
+    return client_frame_header(opcode, len(payload), mask) + masked(payload, mask)
 
 
 # --- the tests ---------------------------------------------------------------------------------
@@ -439,6 +521,148 @@ async def test_slow_reader_bounded(c):
     c.log(f"slow reader: {dropped} of {frames} vad messages dropped, server RSS +{growth >> 20} MiB")
 
 
+async def test_client_disconnects_mid_message(c):
+    """Two clients vanish: one mid-message (a frame header announcing 64000 bytes, 20000 sent, then
+    FIN), one in the middle of streaming (TCP reset). Meanwhile another stream goes on: it gets
+    exactly its segments; the two vanished streams are released (engine and session gauges, one
+    log line each) while it still runs."""
+    cut = 6 * c.rate * 2
+    path = os.path.join(c.tmp, "first6s.wav")
+    write_wav(path, c.pcm[:cut], c.rate)
+    want = segments_of(cli_json(c.brisvox, path))
+    healthy_done = asyncio.Event()
+
+    async def healthy():
+        # 6 s of audio at 3x real time: still streaming while the faults happen and are cleaned up.
+        ws = await connect(c.server, "sample_rate=16000&encoding=pcm_s16le")
+        assert (await recv_json(ws))["type"] == "ready"
+        step = c.rate * 2 // 10
+        for i in range(0, cut, step):
+            await ws.send(c.pcm[i:min(i + step, cut)])
+            await asyncio.sleep(0.1 / 3)
+        await ws.send(json.dumps({"type": "close"}))
+        messages, code, _ = await read_until_closed(ws)
+        healthy_done.set()
+        return messages, code
+
+    task = asyncio.create_task(healthy())
+    await asyncio.sleep(0.2)
+
+    def mid_message():
+        sock, port = raw_ws_connect(c.server)
+        sock.sendall(client_frame(0x2, c.pcm[:32000]))  # 1 s of audio, whole
+        mask = os.urandom(4)
+        sock.sendall(client_frame_header(0x2, 64000, mask) + masked(c.pcm[32000:52000], mask))
+        # Read what the server sent (a speech_start), so that close() sends a FIN, not a reset.
+        sock.settimeout(0.3)
+        try:
+            while sock.recv(65536):
+                pass
+        except socket.timeout:
+            pass
+        sock.close()  # FIN, 44000 bytes short of the announced frame
+        return port
+
+    def reset_while_streaming():
+        sock, port = raw_ws_connect(c.server)
+        for i in range(5):
+            sock.sendall(client_frame(0x2, c.pcm[i * 3200:(i + 1) * 3200]))
+            time.sleep(0.05)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # RST
+        return port
+
+    loop = asyncio.get_running_loop()
+    for fault, why in ((mid_message, "End of file"), (reset_while_streaming, "Connection reset")):
+        port = await loop.run_in_executor(None, fault)
+        opened = await wait_log(c.server, rf"stream (\d+) open: 127\.0\.0\.1:{port}\b")
+        closed = await wait_log(c.server, rf"stream {opened.group(1)} closed: connection lost: {why}")
+        c.log(f"{fault.__name__}: {closed.string.strip()}")
+    # Only the healthy stream is left, in the engine and in the server.
+    if not healthy_done.is_set():
+        await wait_streams_released(c.server, active=1)
+    else:
+        raise AssertionError("the healthy stream ended before the faults were checked: make it longer")
+    messages, code = await task
+    assert code == 1000, code
+    got = speech_segments(messages)
+    assert same_segments(got, want), f"{got} != {want}"
+    await wait_streams_released(c.server)
+    status, _, body = http_request("GET", c.server.url("/healthz"))
+    assert status == 200 and json.loads(body)["status"] == "ok", body
+
+
+async def test_sigterm_under_load(c):
+    """56 streams sending in real time, then SIGTERM: each gets its final events (the speech_end
+    of its open segment) and a 1001 close, and the server exits 0 within --drain-timeout-s."""
+    num_streams = 56
+    drain_timeout_s = 10
+    server = Server(c.brisvox, "--workers", "2", "--io-threads", "2", "--token", TOKEN, "--max-streams", "64",
+                    "--drain-timeout-s", str(drain_timeout_s))
+    c.extra_servers.append(server)
+    step = c.rate * 2 // 10  # 100 ms
+    ready = 0
+    all_ready = asyncio.Event()
+
+    async def one(i):
+        nonlocal ready
+        ws = await connect(server, "sample_rate=16000&encoding=pcm_s16le")
+        assert (await recv_json(ws))["type"] == "ready"
+        ready += 1
+        if ready == num_streams:
+            all_ready.set()
+        messages = []
+
+        async def reader():
+            try:
+                while True:
+                    messages.append(json.loads(await ws.recv()))
+            except websockets.exceptions.ConnectionClosed:
+                pass
+
+        reading = asyncio.create_task(reader())
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        sent = 0
+        # Each stream starts elsewhere in the first segment (0.322 - 6.91 s), all inside speech.
+        start = (i % 8) * step
+        while not reading.done() and start + sent + step <= len(c.pcm):
+            await asyncio.sleep(max(0.0, t0 + sent / (2 * c.rate) - loop.time()))
+            try:
+                await ws.send(c.pcm[start + sent:start + sent + step])
+            except websockets.exceptions.ConnectionClosed:
+                break
+            sent += step
+        await asyncio.wait_for(reading, 20)
+        return messages, ws.close_code, ws.close_reason, sent / 2 / c.rate
+
+    tasks = [asyncio.create_task(one(i)) for i in range(num_streams)]
+    await asyncio.wait_for(all_ready.wait(), 15)
+    await asyncio.sleep(2.5)
+    values = metrics_values(server)
+    assert values["brisvox_active_streams"] == num_streams, values["brisvox_active_streams"]
+    t_signal = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    results = await asyncio.gather(*tasks)
+    rc = await asyncio.get_running_loop().run_in_executor(None, server.proc.wait, drain_timeout_s + 5)
+    exit_s = time.monotonic() - t_signal
+    assert rc == 0, f"exit status {rc}"
+    assert exit_s < drain_timeout_s, f"exit {exit_s:.1f} s after SIGTERM (drain timeout {drain_timeout_s} s)"
+    for i, (messages, code, reason, sent_s) in enumerate(results):
+        assert code == 1001 and reason == "going away", (i, code, reason)
+        segments = speech_segments(messages)  # every speech_end follows its speech_start
+        speech = [m["type"] for m in messages if m["type"] in ("speech_start", "speech_end")]
+        assert speech and speech[-1] == "speech_end", f"stream {i}: speech left open at close: {speech}"
+        # The final speech_end closes the open segment at the end of the audio the server read.
+        end = segments[-1][1]
+        assert 2.0 <= end <= sent_s + TIME_EPS, f"stream {i}: final speech_end at {end} s, {sent_s} s sent"
+        assert not any(m["type"] == "error" for m in messages), (i, messages)
+    log = "\n".join(server.lines)
+    assert len(re.findall(r"stream \d+ closed: code 1001 going away", log)) == num_streams, log[-2000:]
+    c.log(f"SIGTERM under load: {num_streams} streams closed 1001 with their final events, exit 0 "
+          f"after {exit_s:.2f} s")
+
+
 async def test_post_vad(c):
     data = open(c.args.sample, "rb").read()
     status, headers, body = http_request("POST", c.server.url("/v1/vad"), body=data, headers=AUTH)
@@ -462,7 +686,11 @@ async def test_turn_events(c):
     assert "turn" in messages[0]["config"]["events"], messages[0]
     turns = [m for m in messages if m["type"] in ("turn_end", "turn_incomplete")]
     ends = [m for m in turns if m["type"] == "turn_end"]
-    assert len(ends) >= 2, turns
+    # The file is sent as fast as the socket takes it, so how many pauses get their verdict before
+    # the audio moves on depends on the machine (one turn for the whole file on a loaded or
+    # sanitized build); at least the end of the stream closes a turn. The exact turns of the file
+    # are checked through POST below, where the result does not depend on timing.
+    assert len(ends) >= 1, turns
     for m in turns:
         assert 0 <= m["start"] < m["end"] <= 28.5, m
     assert all(m["reason"] in ("model", "timeout", "end_of_stream") for m in ends), ends
@@ -571,6 +799,8 @@ TESTS = [
     test_origin,
     test_bad_query_400,
     test_slow_reader_bounded,
+    test_client_disconnects_mid_message,
+    test_sigterm_under_load,
     test_post_vad,
     test_turn_events,
     test_healthz_metrics_page,
@@ -597,6 +827,7 @@ def main():
         c = Context(args, tmp)
         c.log = lambda msg: print(f"    {msg}", flush=True)
         servers = []
+        c.extra_servers = servers  # servers a test starts itself: killed at the end too
         try:
             c.server = Server(args.brisvox, "--workers", "2", "--io-threads", "2", "--token", TOKEN,
                               "--turn-model", args.turn_model,

@@ -50,6 +50,12 @@ struct EngineConfig {
   // When the workers' recent queue delay (p99 over the last second) exceeds the latency budget,
   // refuse new streams rather than degrade the open ones.
   bool admission_control = true;
+  // Deadline of one model run (VAD batch or Smart Turn batch). A run still in flight after it is
+  // cancelled through ONNX Runtime's terminate flag: its streams get a kError event with
+  // ErrorCode::kInferenceTimeout (the frame counts as silence) and the worker goes on. A normal
+  // batch takes well under 10 ms, so only a stuck machine or a pathological model reaches the
+  // default. 0: off (no watchdog thread); else 10 to 600000. Costs one thread per engine.
+  int run_timeout_ms = 2000;
   SessionConfig session;
 
   // End-of-turn detection (Smart Turn v3). Empty: off, and streams may not ask for it.
@@ -63,7 +69,12 @@ struct EngineConfig {
 };
 
 struct StreamConfig {
-  int sample_rate_hz = 16000;  // rate of the pushed samples: any; 8000/16000 native, others resampled
+  // The resampler's buffers grow with the rate ratio (16000 / 1 Hz would be hundreds of MB per
+  // stream), so a stream's rate is bounded below as well as above.
+  static constexpr int kMinSampleRateHz = 1000;
+  static constexpr int kMaxSampleRateHz = 768000;
+
+  int sample_rate_hz = 16000;  // rate of the pushed samples: 1000 to 768000; 8000/16000 native, others resampled
   int model_rate_hz = 0;       // 0: 8000 for 8 kHz input, else 16000
   SegmenterParams vad;
   bool emit_probabilities = false;  // a kVadProbability event per model frame
@@ -98,15 +109,24 @@ struct EngineStats {
   std::uint64_t frames_processed = 0;
   std::uint64_t batches = 0;
   std::uint64_t samples_rejected = 0;  // refused by push() (stream buffer full)
+  // What became of the input of closed streams, in input-rate samples (each stream's own rate).
+  // Once a stream is closed, every sample its push() accepted is in exactly one of these; a stream
+  // still open is in none yet. With resampling, a stream closed before its flush completed is split
+  // by the rate ratio (src/engine/input_tally.h).
+  std::uint64_t samples_analysed = 0;   // given to model runs that succeeded (flush padding excluded)
+  std::uint64_t samples_failed = 0;     // given to model runs that failed (kError events)
+  std::uint64_t samples_discarded = 0;  // buffered, unanalysed, when close() came before the flush completed
   std::uint64_t events_dropped = 0;    // probability events a slow reader missed (never speech events)
   std::uint64_t overload_events = 0;
-  std::uint64_t run_errors = 0;
+  std::uint64_t run_errors = 0;    // failed VAD runs, timeouts included
+  std::uint64_t run_timeouts = 0;  // VAD runs cancelled after run_timeout_ms
   std::vector<std::uint64_t> batch_size_counts;  // [b] = batches of size b (index 0 unused)
   Distribution queue_delay;    // frame complete -> its batch starts
   Distribution inference;      // one Run (pack + run + unpack)
   Distribution added_latency;  // frame complete -> its events are available
   std::uint64_t turn_analyses = 0;
-  std::uint64_t turn_errors = 0;
+  std::uint64_t turn_errors = 0;    // failed Smart Turn runs, timeouts included
+  std::uint64_t turn_timeouts = 0;  // Smart Turn runs cancelled after run_timeout_ms
   Distribution turn_latency;   // analysis requested -> verdict back to the stream
   Distribution turn_features;  // log-mel of one turn
   Distribution turn_inference; // one Smart Turn run (a batch)

@@ -94,4 +94,18 @@ void SmartTurn::run(std::span<const float* const> features, std::span<float> pro
   for (std::size_t i = 0; i < n; ++i) probs[i] = m.output[i];
 }
 
+void SmartTurn::cancel_run() noexcept {
+  try {
+    impl_->run_options.SetTerminate();
+  } catch (...) {
+  }
+}
+
+void SmartTurn::clear_cancel() noexcept {
+  try {
+    impl_->run_options.UnsetTerminate();
+  } catch (...) {
+  }
+}
+
 }  // namespace brisvox

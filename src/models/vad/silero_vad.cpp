@@ -161,6 +161,22 @@ void SileroVad::run(int sample_rate_hz, std::span<SileroStreamState* const> stat
   }
 }
 
+// The C++ wrappers throw on a failed status, which ONNX Runtime never returns for a valid
+// RunOptions (it only sets the flag): noexcept for the watchdog's sake.
+void SileroVad::cancel_run() noexcept {
+  try {
+    impl_->run_options.SetTerminate();
+  } catch (...) {
+  }
+}
+
+void SileroVad::clear_cancel() noexcept {
+  try {
+    impl_->run_options.UnsetTerminate();
+  } catch (...) {
+  }
+}
+
 std::vector<float> SileroVad::probabilities(std::span<const float> audio, int sample_rate_hz) {
   const auto chunk = static_cast<std::size_t>(silero_chunk_samples(sample_rate_hz));
   const std::size_t num_chunks = (audio.size() + chunk - 1) / chunk;

@@ -46,6 +46,11 @@ class SmartTurn {
   // end-of-turn probability. 1..max_batch inputs. Throws Error(kRuntime) if ONNX Runtime fails.
   void run(std::span<const float* const> features, std::span<float> probs);
 
+  // As SileroVad's: any thread may cancel the Run in progress (ONNX Runtime's terminate flag);
+  // the running thread clears the flag before its next Run.
+  void cancel_run() noexcept;
+  void clear_cancel() noexcept;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

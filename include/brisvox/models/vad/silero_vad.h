@@ -72,6 +72,14 @@ class SileroVad {
   void run(int sample_rate_hz, std::span<SileroStreamState* const> states,
            std::span<const float* const> chunks, std::span<float> probs);
 
+  // Any thread: sets ONNX Runtime's terminate flag, so that the Run in progress fails at its next
+  // node (Error(kRuntime)) and every later Run fails at once until clear_cancel(). For deadlines
+  // (the engine's watchdog): ONNX Runtime documents RunOptionsSetTerminate as callable from
+  // another thread while a Run executes; it only sets a flag (no lock, no allocation).
+  void cancel_run() noexcept;
+  // The thread that calls run(): lets later Runs run again.
+  void clear_cancel() noexcept;
+
   // Convenience for whole recordings (one stream, batch of one): the probability of every chunk,
   // the last partial chunk zero-padded, as silero-vad's get_speech_timestamps computes them.
   std::vector<float> probabilities(std::span<const float> audio, int sample_rate_hz);

@@ -1,0 +1,482 @@
+#!/usr/bin/python3
+"""Soak test of `brisvox serve`: loopback only, bounded in time, stops by itself.
+
+Starts the server on a free loopback port, keeps S WebSocket streams busy for T minutes with
+real-time-paced audio (third_party/audio/sample.wav in several encodings and rates), and mixes in
+what real clients do wrong: clean closes, closes without "close", abrupt TCP resets, reconnects,
+flushes and resets, malformed control messages, odd byte counts, oversized messages, NaN audio, and
+a few POST /v1/vad requests (some corrupt). Every choice comes from --seed.
+
+At the end it asserts that
+  - the server stayed alive throughout (and exits with status 0 on SIGTERM),
+  - its RSS at the end of the load is within --max-rss-growth of its RSS after the warm-up,
+  - all accepted audio is accounted for, exactly, from GET /metrics once every stream is closed:
+      brisvox_audio_samples_received_total
+        == brisvox_audio_samples_processed_total + sum(brisvox_audio_samples_rejected_total{reason})
+    and the server received no more whole samples than the clients sent.
+It prints a JSON summary on stdout and exits 1 if any assertion fails.
+
+  /usr/bin/python3 scripts/soak.py build/release/brisvox --streams 40 --minutes 10 --seed 1
+"""
+import argparse
+import array
+import asyncio
+import collections
+import ctypes
+import io
+import json
+import math
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import wave
+
+import websockets
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The server's defaults (docs/PROTOCOL.md): a binary message over 1 MiB or a text message over
+# 64 KiB ends the session with 1009.
+MAX_MESSAGE_BYTES = 1 << 20
+MAX_CONTROL_BYTES = 64 << 10
+
+MALFORMED_TEXT = [
+    "{not json",
+    '{"type":"pause"}',
+    '{"type":42}',
+    '["flush"]',
+    '"close"',
+    "{}",
+    "",
+    '{"type":"flush"',
+]
+
+# Error codes the soak provokes on purpose; any other code an error event carries is reported.
+EXPECTED_ERRORS = {"bad_control", "message_too_large", "bad_audio"}
+
+
+# --- the server ------------------------------------------------------------------------------
+
+def die_with_parent():
+    """In the child: SIGKILL when the soak dies, however it dies (a CTest timeout)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class Server:
+    """`brisvox serve` on a free loopback port. Keeps only the last lines of its log: a long soak
+    logs two lines per stream."""
+
+    def __init__(self, brisvox, extra_args):
+        self.proc = subprocess.Popen([brisvox, "serve", "--host", "127.0.0.1", "--port", "0", *extra_args],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, preexec_fn=die_with_parent)
+        self.log = collections.deque(maxlen=200)
+        self.port = None
+        ready = threading.Event()
+
+        def pump():
+            for line in self.proc.stderr:
+                self.log.append(line.rstrip("\n"))
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+                if m and self.port is None:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not ready.wait(60) or self.port is None:
+            self.kill()
+            raise RuntimeError("the server did not start:\n" + "\n".join(self.log))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def kill(self):
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def http_get(port, path, timeout=10):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+        return r.read().decode()
+
+
+def http_post(port, path, body, timeout=60):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def parse_metrics(text):
+    """{"name{labels}": int}; the accounting counters are integers."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        key, _, value = line.rpartition(" ")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            out[key] = float(value)
+    return out
+
+
+def accounting(metrics):
+    rejected = {k[k.index('"') + 1:-2]: v for k, v in metrics.items()
+                if k.startswith("brisvox_audio_samples_rejected_total{")}
+    received = metrics.get("brisvox_audio_samples_received_total")
+    processed = metrics.get("brisvox_audio_samples_processed_total")
+    return {"received": received, "processed": processed, "rejected": sum(rejected.values()),
+            "rejected_by_reason": rejected,
+            "balanced": received is not None and processed is not None and received == processed + sum(rejected.values()),
+            "sessions_active": metrics.get("brisvox_websocket_sessions_active"),
+            "engine_streams_active": metrics.get("brisvox_active_streams")}
+
+
+# --- audio -----------------------------------------------------------------------------------
+
+class Variant:
+    """One way of sending the sample: its query, bytes per sample, rate and the whole PCM."""
+
+    def __init__(self, name, query, bytes_per_sample, rate, pcm):
+        self.name, self.query, self.bytes_per_sample, self.rate, self.pcm = name, query, bytes_per_sample, rate, pcm
+
+
+def load_variants(path):
+    with wave.open(path) as w:
+        if w.getnchannels() != 1 or w.getsampwidth() != 2:
+            raise SystemExit(f"{path}: expected mono 16-bit PCM")
+        rate = w.getframerate()
+        s16 = array.array("h", w.readframes(w.getnframes()))
+    if sys.byteorder != "little":
+        s16.byteswap()
+    f32 = array.array("f", (x / 32768.0 for x in s16))
+    half = array.array("h", s16[::2])                           # 8 kHz: runs natively at 8 kHz
+    triple = array.array("h", (x for x in s16 for _ in range(3)))  # 48 kHz: resampled by the engine
+    return [
+        Variant("s16_16k", f"sample_rate={rate}&encoding=pcm_s16le", 2, rate, s16.tobytes()),
+        Variant("f32_16k", f"sample_rate={rate}&encoding=pcm_f32le", 4, rate, f32.tobytes()),
+        Variant("s16_8k", f"sample_rate={rate // 2}&encoding=pcm_s16le", 2, rate // 2, half.tobytes()),
+        Variant("s16_48k", f"sample_rate={rate * 3}&encoding=pcm_s16le", 2, rate * 3, triple.tobytes()),
+    ]
+
+
+def wav_bytes(pcm, rate):
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+    return buf.getvalue()
+
+
+# --- load --------------------------------------------------------------------------------------
+
+class Tally:
+    def __init__(self):
+        self.c = collections.Counter()
+        self.errors = collections.Counter()
+        self.max_sent_samples = 0  # whole samples the server could have decoded: an upper bound on received
+
+    def add(self, key, n=1):
+        self.c[key] += n
+
+
+async def read_all(ws, tally):
+    try:
+        async for message in ws:
+            if isinstance(message, str):
+                m = json.loads(message)
+                tally.add("events_received")
+                if m.get("type") == "error":
+                    tally.errors[m.get("code")] += 1
+    except websockets.ConnectionClosed:
+        pass
+
+
+def abort_tcp(ws):
+    """An abrupt end: SO_LINGER 0 makes the close send a TCP RST, as a crashed client would."""
+    sock = ws.transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    ws.transport.abort()
+
+
+async def one_session(port, variants, rng, tally, deadline):
+    v = rng.choice(variants)
+    query = v.query + ("&events=vad" if rng.random() < 0.3 else "")
+    try:
+        ws = await websockets.connect(f"ws://127.0.0.1:{port}/v1/stream?{query}", max_size=None, open_timeout=15,
+                                      close_timeout=10, ping_interval=None, compression=None)
+    except (websockets.InvalidStatusCode, OSError, asyncio.TimeoutError) as e:
+        tally.add("connect_failed")
+        tally.errors[f"connect: {type(e).__name__} {getattr(e, 'status_code', '')}".strip()] += 1
+        await asyncio.sleep(1)
+        return
+    tally.add("sessions_opened")
+    ready = json.loads(await ws.recv())
+    assert ready["type"] == "ready", ready
+    reader = asyncio.create_task(read_all(ws, tally))
+    bps = v.bytes_per_sample
+    end = rng.choices(["close", "client_close", "tcp_abort", "oversized", "bad_audio"], [50, 20, 20, 6, 4])[0]
+    session_s = rng.uniform(2, 40)
+    pos = rng.randrange(len(v.pcm) // bps) * bps
+    sent_bytes = 0  # audio bytes since the last reset: whole samples the server may decode
+    sent_s = 0.0
+    next_send = time.monotonic()
+    try:
+        while sent_s < session_s and time.monotonic() < deadline:
+            chunk_ms = rng.choice([20, 40, 60, 100])
+            n = v.rate * chunk_ms // 1000 * bps
+            chunk = v.pcm[pos:pos + n]
+            if len(chunk) < n:
+                chunk += v.pcm[:n - len(chunk)]
+            pos = (pos + n) % len(v.pcm)
+            r = rng.random()
+            if r < 0.03:
+                # An odd byte count: the chunk in two messages split inside a sample, which the
+                # server must reassemble (the audio stays aligned).
+                cut = rng.randrange(1, n // bps) * bps - rng.randrange(1, bps)
+                await ws.send(chunk[:cut])
+                await ws.send(chunk[cut:])
+                tally.add("odd_byte_messages", 2)
+                tally.add("messages_sent")
+            else:
+                await ws.send(chunk)
+            sent_bytes += n
+            sent_s += chunk_ms / 1000
+            tally.add("messages_sent")
+            tally.add("audio_ms_sent", chunk_ms)
+            r = rng.random()
+            if r < 0.012:
+                await ws.send(rng.choice(MALFORMED_TEXT))
+                tally.add("malformed_text")
+            elif r < 0.017:
+                await ws.send('{"type":"flush"}')
+                tally.add("flushes")
+            elif r < 0.021:
+                await ws.send('{"type":"reset"}')
+                tally.max_sent_samples += sent_bytes // bps  # a reset drops a partial sample
+                sent_bytes = 0
+                tally.add("resets")
+            next_send += chunk_ms / 1000
+            await asyncio.sleep(max(0.0, next_send - time.monotonic()))
+        tally.max_sent_samples += sent_bytes // bps
+        sent_bytes = 0
+        if end == "bad_audio" and bps != 4:
+            end = "oversized"
+        tally.add(f"end_{end}")
+        if end == "close":
+            await ws.send('{"type":"close"}')
+            await asyncio.wait_for(reader, 60)
+            tally.add("clean_close_code_1000" if ws.close_code == 1000 else "clean_close_other_code")
+        elif end == "client_close":
+            await ws.close()
+        elif end == "tcp_abort":
+            abort_tcp(ws)
+        elif end == "oversized":
+            if rng.random() < 0.5:
+                await ws.send(bytes(MAX_MESSAGE_BYTES + 2))
+                tally.max_sent_samples += (MAX_MESSAGE_BYTES + 2) // bps  # the server decodes what it read so far
+            else:
+                await ws.send("{" + " " * MAX_CONTROL_BYTES + "}")
+            await asyncio.wait_for(reader, 60)
+            tally.add("oversized_closed_1009" if ws.close_code == 1009 else "oversized_other_code")
+        elif end == "bad_audio":
+            await ws.send(struct.pack("<4f", 0.0, float("nan"), 0.0, 0.0))
+            tally.max_sent_samples += 4
+            await asyncio.wait_for(reader, 60)
+            tally.add("bad_audio_closed_1007" if ws.close_code == 1007 else "bad_audio_other_code")
+    except (websockets.ConnectionClosed, asyncio.TimeoutError, OSError) as e:
+        tally.max_sent_samples += sent_bytes // bps
+        tally.add("session_broken")
+        tally.errors[f"client: {type(e).__name__}"] += 1
+    finally:
+        if not reader.done():
+            abort_tcp(ws)
+            reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+
+
+async def stream_slot(port, variants, rng, tally, deadline):
+    while time.monotonic() < deadline:
+        await one_session(port, variants, rng, tally, deadline)
+        await asyncio.sleep(rng.uniform(0, 1.0))  # reconnect after a moment
+        tally.add("reconnects")
+
+
+async def poster(port, variants, rng, tally, deadline):
+    """A POST /v1/vad every few seconds: 1 to 4 s of WAV, or a corrupt body."""
+    v = variants[0]
+    while time.monotonic() < deadline:
+        await asyncio.sleep(rng.uniform(3, 8))
+        n = rng.randrange(v.rate, 4 * v.rate)
+        start = rng.randrange(len(v.pcm) // 2 - n) * 2
+        pcm = v.pcm[start:start + 2 * n]
+        corrupt = rng.random() < 0.25
+        body = b"RIFF\x00\x00garbage" + pcm[:100] if corrupt else wav_bytes(pcm, v.rate)
+        status = await asyncio.to_thread(http_post, port, "/v1/vad", body)
+        tally.add(f"post_{'corrupt' if corrupt else 'wav'}_{status}")
+        if not corrupt:
+            tally.max_sent_samples += n
+
+
+async def watch(server, tally, rss, start, deadline, interval):
+    """RSS every `interval` seconds; the server must stay alive."""
+    while time.monotonic() < deadline:
+        if not server.alive():
+            tally.add("server_died")
+            return
+        rss.append((time.monotonic() - start, server.rss_bytes()))
+        await asyncio.sleep(interval)
+
+
+async def run_load(server, variants, args):
+    rng = random.Random(args.seed)
+    tally = Tally()
+    rss = []
+    start = time.monotonic()
+    deadline = start + args.minutes * 60
+    tasks = [asyncio.create_task(stream_slot(server.port, variants, random.Random(rng.random()), tally, deadline))
+             for _ in range(args.streams)]
+    tasks.append(asyncio.create_task(poster(server.port, variants, random.Random(rng.random()), tally, deadline)))
+    watcher = asyncio.create_task(watch(server, tally, rss, start, deadline, args.rss_interval_s))
+    await watcher
+    # Sessions still running end now (each in its own way); none may hang.
+    done, pending = await asyncio.wait(tasks, timeout=90)
+    for t in pending:
+        t.cancel()
+        tally.add("hung_sessions")
+    for t in done:
+        if t.exception() is not None:
+            tally.add("client_exceptions")
+            tally.errors[f"client exception: {t.exception()!r}"[:200]] += 1
+    return tally, rss, time.monotonic() - start
+
+
+def settled_accounting(port, timeout_s=20):
+    """The counters once every stream is closed and retired by its worker."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        a = accounting(parse_metrics(http_get(port, "/metrics")))
+        quiet = a["sessions_active"] == 0 and a["engine_streams_active"] == 0
+        if (quiet and a["balanced"]) or time.monotonic() > deadline:
+            a["settled"] = quiet
+            return a
+        time.sleep(0.2)
+
+
+def rss_window(rss, lo, hi, duration):
+    values = [b for t, b in rss if lo * duration <= t <= hi * duration]
+    return int(statistics.median(values)) if values else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("brisvox", nargs="?", default=os.path.join(ROOT, "build/release/brisvox"))
+    ap.add_argument("--sample", default=os.path.join(ROOT, "third_party/audio/sample.wav"))
+    ap.add_argument("--streams", type=int, default=40, help="concurrent WebSocket streams (default 40)")
+    ap.add_argument("--minutes", type=float, default=5, help="length of the load (fractions allowed)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rss-interval-s", type=float, default=2.0)
+    ap.add_argument("--warmup", type=float, default=0.2, help="fraction of the run before the RSS baseline")
+    ap.add_argument("--max-rss-growth", type=float, default=0.05)
+    ap.add_argument("--server-arg", action="append", default=[], help="extra `brisvox serve` argument (repeatable)")
+    args = ap.parse_args()
+
+    variants = load_variants(args.sample)
+    server = Server(args.brisvox, args.server_arg)
+    failures = []
+    summary = {"streams": args.streams, "minutes": args.minutes, "seed": args.seed}
+    try:
+        tally, rss, duration = asyncio.run(run_load(server, variants, args))
+        summary["duration_s"] = round(duration, 1)
+        summary["streams_opened"] = tally.c["sessions_opened"]
+        summary["messages_sent"] = tally.c["messages_sent"]
+        summary["counts"] = dict(sorted(tally.c.items()))
+        summary["audio_s_sent"] = round(tally.c["audio_ms_sent"] / 1000, 1)
+        summary["malformed_sent"] = (tally.c["malformed_text"] + tally.c["odd_byte_messages"] + tally.c["end_oversized"]
+                                     + tally.c["end_bad_audio"])
+        summary["disconnects"] = {k: tally.c[f"end_{k}"] for k in ("close", "client_close", "tcp_abort", "oversized",
+                                                                  "bad_audio")}
+        summary["error_events"] = dict(tally.errors)
+        if not server.alive() or tally.c["server_died"]:
+            failures.append(f"the server died (status {server.proc.poll()})")
+        else:
+            # The baseline once warmed up: the median over the window after the warm-up; the end:
+            # the median over the last 10 % of the load.
+            base = rss_window(rss, args.warmup, args.warmup + 0.1, duration)
+            end = rss_window(rss, 0.9, 1.0, duration)
+            growth = (end / base - 1) if base and end else None
+            summary["rss"] = {"samples": len(rss), "after_warmup_bytes": base, "end_bytes": end,
+                              "max_bytes": max(b for _, b in rss), "growth": None if growth is None else round(growth, 4),
+                              "series": " ".join(f"{t:.0f}s:{b / 2**20:.1f}MiB"
+                                                 for t, b in rss[:: max(1, len(rss) // 30)])}
+            if growth is None:
+                failures.append("too few RSS samples for a baseline (run longer or sample more often)")
+            elif growth >= args.max_rss_growth:
+                failures.append(f"RSS grew {growth:.1%} after the warm-up (limit {args.max_rss_growth:.0%})")
+            a = settled_accounting(server.port)
+            a["max_received_possible"] = tally.max_sent_samples
+            summary["accounting"] = a
+            if not a["settled"]:
+                failures.append(f"streams still open after the load: {a['sessions_active']} sessions, "
+                                f"{a['engine_streams_active']} engine streams")
+            if not a["balanced"]:
+                failures.append(f"accounting: received {a['received']} != processed {a['processed']} + rejected "
+                                f"{a['rejected']} (difference {a['received'] - a['processed'] - a['rejected']})")
+            if a["received"] > tally.max_sent_samples:
+                failures.append(f"the server received {a['received']} samples, more than the {tally.max_sent_samples} sent")
+            if a["received"] == 0 or a["processed"] == 0:
+                failures.append("no audio was processed")
+            for key in ("hung_sessions", "client_exceptions"):
+                if tally.c[key]:
+                    failures.append(f"{tally.c[key]} {key.replace('_', ' ')}")
+            unexpected = {k: n for k, n in tally.errors.items() if k not in EXPECTED_ERRORS}
+            if "internal" in unexpected:
+                failures.append(f"internal errors: {unexpected['internal']}")
+            server.proc.send_signal(signal.SIGTERM)
+            try:
+                code = server.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                code = "timeout"
+            summary["exit_status"] = code
+            if code != 0:
+                failures.append(f"the server exited with {code} on SIGTERM")
+    finally:
+        server.kill()
+    summary["failures"] = failures
+    summary["result"] = "pass" if not failures else "FAIL"
+    if failures:
+        summary["server_log_tail"] = list(server.log)[-30:]
+    print(json.dumps(summary, indent=2))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

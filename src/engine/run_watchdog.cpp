@@ -1,0 +1,60 @@
+#include "engine/run_watchdog.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/stream_slot.h"
+#include "log.h"
+
+namespace brisvox::engine {
+
+bool RunDeadline::end(std::int64_t start_ns) noexcept {
+  std::int64_t expected = start_ns;
+  if (state_.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return false;
+  // Claimed by the watchdog: wait until its terminate call has returned.
+  while (state_.load(std::memory_order_acquire) != kCancelled) std::this_thread::yield();
+  state_.store(0, std::memory_order_release);
+  return true;
+}
+
+RunWatchdog::RunWatchdog(int timeout_ms) : timeout_ns_(std::int64_t{timeout_ms} * 1'000'000) {}
+
+RunWatchdog::~RunWatchdog() { stop(); }
+
+void RunWatchdog::watch(RunDeadline& deadline, std::function<void()> cancel) {
+  watched_.push_back(Watched{&deadline, std::move(cancel)});
+}
+
+void RunWatchdog::start() { thread_ = std::thread([this] { run(); }); }
+
+void RunWatchdog::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunWatchdog::run() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    const std::int64_t now = now_ns();
+    // A Run that starts after this scan expires no earlier than now + timeout.
+    std::int64_t next_check = now + timeout_ns_;
+    for (Watched& w : watched_) {
+      const std::int64_t since = w.deadline->in_flight_since();
+      if (since == 0) continue;
+      if (now - since < timeout_ns_) {
+        next_check = std::min(next_check, since + timeout_ns_);
+        continue;
+      }
+      if (!w.deadline->claim(since)) continue;  // it ended meanwhile
+      w.cancel();
+      w.deadline->cancelled();
+    }
+    cv_.wait_for(lock, std::chrono::nanoseconds(std::max<std::int64_t>(next_check - now_ns(), 1'000'000)));
+  }
+}
+
+}  // namespace brisvox::engine
