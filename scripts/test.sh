@@ -1,13 +1,42 @@
 #!/usr/bin/env bash
-# The test command of README.md: set up (idempotent), build the release preset, run the suite.
-#   scripts/test.sh            setup + build + ctest (release)
-#   scripts/test.sh asan|tsan  the same under a sanitizer preset
+# The test command of README.md: set up (idempotent), build a preset, run its tests.
+#   scripts/test.sh            setup + build + ctest (release): the whole suite
+#   scripts/test.sh asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/test.sh tsan       the concurrent layers (ctest labels engine, server) under
+#                              ThreadSanitizer
+#   scripts/test.sh ci         release, asan, tsan, then scripts/fuzz.sh for a bounded time:
+#                              what .ci/run runs on every submission
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 preset="${1:-release}"
+
+if [[ $preset == ci ]]; then
+  start=$SECONDS
+  for p in release asan tsan; do
+    bash "$0" "$p"
+    echo "[test] $p done at $((SECONDS - start)) s" >&2
+  done
+  bash scripts/fuzz.sh "${BRISVOX_CI_FUZZ_SECONDS:-10}"
+  echo "[test] fuzz done at $((SECONDS - start)) s" >&2
+  exit 0
+fi
+
 apt_flag=()
 [[ $(id -u) == 0 ]] || apt_flag=(--no-apt)
 bash scripts/setup.sh "${apt_flag[@]}"
+
+build_args=()
+ctest_args=()
+case "$preset" in
+  tsan)
+    # The pool, the watchdog, the turn workers and the server are where threads meet; the other
+    # layers are single-threaded and covered by asan.
+    build_args=(--target brisvox_engine_tests brisvox_fault_injection_tests brisvox_turn_engine_tests
+                brisvox_engine_accounting_tests brisvox_server_tests brisvox_cli)
+    ctest_args=(-L 'engine|server')
+    ;;
+esac
+
 cmake --preset "$preset"
-cmake --build --preset "$preset" -j "$(nproc)"
-ctest --preset "$preset" -j "$(nproc)"
+cmake --build --preset "$preset" -j "$(nproc)" "${build_args[@]}"
+ctest --preset "$preset" -j "$(nproc)" "${ctest_args[@]}"

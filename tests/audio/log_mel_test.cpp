@@ -69,11 +69,11 @@ Npy read_npy(const fs::path& path) {
   const std::size_t data_bytes = bytes.size() - 10 - header_len;
   if (npy.header.find("'descr': '<f4'") != std::string::npos && data_bytes == 4 * count) {
     std::vector<float> f(count);
-    std::memcpy(f.data(), data, data_bytes);
+    if (count > 0) std::memcpy(f.data(), data, data_bytes);  // an empty vector's data() may be null
     npy.values.assign(f.begin(), f.end());
   } else if (npy.header.find("'descr': '<f8'") != std::string::npos && data_bytes == 8 * count) {
     npy.values.resize(count);
-    std::memcpy(npy.values.data(), data, data_bytes);
+    if (count > 0) std::memcpy(npy.values.data(), data, data_bytes);
   } else {
     throw std::runtime_error(path.string() + ": unexpected dtype or size for " + npy.header);
   }

@@ -676,7 +676,7 @@ TEST(CliDoctor, JsonReport) {
   EXPECT_EQ(report.at("onnxruntime_version"), "1.29.0");
   EXPECT_EQ(report.at("brisvox_version"), BRISVOX_VERSION);
   const json& models = report.at("models");
-  ASSERT_EQ(models.size(), 2u) << models.dump(2);
+  ASSERT_EQ(models.size(), 4u) << models.dump(2);
   std::set<std::string> names;
   for (const json& m : models) {
     SCOPED_TRACE(m.at("model").get<std::string>());
@@ -692,8 +692,12 @@ TEST(CliDoctor, JsonReport) {
       EXPECT_EQ(s.at("threads_added_after_first_runs"), 0) << s.dump();
     }
     EXPECT_TRUE(saw_one_thread) << m.at("sessions").dump(2);
+    // The aliases load the batched rewrite, the -exported ones the published graph.
+    const std::string path = m.at("path").get<std::string>();
+    const bool exported = m.at("model").get<std::string>().ends_with("-exported");
+    EXPECT_EQ(path.ends_with(".flat.onnx"), !exported) << path;
   }
-  EXPECT_EQ(names, (std::set<std::string>{"v5", "v6"}));
+  EXPECT_EQ(names, (std::set<std::string>{"v5", "v6", "v5-exported", "v6-exported"}));
 }
 
 TEST(CliHelp, HelpHasExamples) {
