@@ -137,7 +137,11 @@ std::string render_prometheus(const EngineStats& st, const ServerMetrics& server
   fmt::format_to(std::back_inserter(out), "brisvox_events_dropped_total{{stage=\"send_queue\"}} {}\n",
                  server.messages_dropped.load());
   sample(out, "brisvox_overload_events_total", "counter", "Overload events raised by the engine.", st.overload_events);
-  sample(out, "brisvox_run_errors_total", "counter", "Failed model runs.", st.run_errors);
+  sample(out, "brisvox_run_errors_total", "counter", "Failed VAD model runs (timeouts included).", st.run_errors);
+  sample(out, "brisvox_run_timeouts_total", "counter", "VAD runs cancelled after run_timeout_ms.", st.run_timeouts);
+  sample(out, "brisvox_turn_errors_total", "counter", "Failed Smart Turn runs (timeouts included).", st.turn_errors);
+  sample(out, "brisvox_turn_timeouts_total", "counter", "Smart Turn runs cancelled after run_timeout_ms.",
+         st.turn_timeouts);
   header(out, "brisvox_errors_total", "counter", "Errors reported to clients, by code.");
   for (const auto& [code, n] : server.errors()) {
     fmt::format_to(std::back_inserter(out), "brisvox_errors_total{{code=\"{}\"}} {}\n", label_value(code), n);

@@ -193,6 +193,9 @@ TEST(Metrics, PrometheusText) {
   st.queue_delay.count = 4;
   st.queue_delay.sum_us = 2000;
   st.queue_delay.buckets = {{10, 1}, {1000, 3}};
+  st.run_errors = 5;
+  st.run_timeouts = 2;
+  st.turn_timeouts = 1;
   ServerMetrics m;
   m.count_error("bad_control");
   m.count_error("bad_control");
@@ -206,6 +209,7 @@ TEST(Metrics, PrometheusText) {
         "brisvox_queue_delay_seconds_bucket{le=\"0.001\"} 3\n", "brisvox_queue_delay_seconds_bucket{le=\"+Inf\"} 4\n",
         "brisvox_queue_delay_seconds_sum 0.002\n", "brisvox_errors_total{code=\"bad_control\"} 2\n",
         "brisvox_errors_total{code=\"we\\\"ird\"} 1\n", "brisvox_process_resident_memory_bytes 123456789\n",
+        "brisvox_run_errors_total 5\n", "brisvox_run_timeouts_total 2\n", "brisvox_turn_timeouts_total 1\n",
         "# TYPE brisvox_queue_delay_seconds histogram\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }

@@ -16,8 +16,9 @@
 // Batching. A worker gathers the ready frames of its streams (one frame per stream per batch; the
 // model is recurrent) until it has max_batch of them or the oldest has waited max_gather_wait_us,
 // packs them into preallocated tensors, runs the model once and unpacks the results into each
-// stream's state and segmenter. Measured on 2-core x86-64 (docs/PERFORMANCE.md): Silero v5 costs
-// ~120 us per Run at batch 1 and ~62-75 us per stream at batch 32 (compute-bound: docs/PERFORMANCE.md).
+// stream's state and segmenter. Measured on 2-core x86-64 (docs/PERFORMANCE.md): the batched
+// Silero graph (the v5/v6 aliases) costs ~40-50 us per Run at batch 1 and ~16 us per stream at
+// batch 32 (the exported graph: ~120 us and 62-75 us).
 //
 // Backpressure, never silent loss. A stream buffers at most buffer_ms of audio; push() accepts
 // what fits and returns that count (the rest is refused and counted, and an overload event
