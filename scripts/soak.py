@@ -29,6 +29,7 @@ import math
 import os
 import random
 import re
+import shlex
 import signal
 import socket
 import statistics
@@ -79,10 +80,16 @@ class Server:
     """`brisvox serve` on a free loopback port. Keeps only the last lines of its log: a long soak
     logs two lines per stream."""
 
-    def __init__(self, brisvox, extra_args):
-        self.proc = subprocess.Popen([brisvox, "serve", "--host", "127.0.0.1", "--port", "0", *extra_args],
+    def __init__(self, brisvox, extra_args, prefix=()):
+        # `prefix` wraps the server (a profiler: "heaptrack", "valgrind --tool=massif"). RSS is
+        # read from, and SIGTERM sent to, the brisvox process itself when the wrapper starts it
+        # as a child (heaptrack); a wrapper that execs (valgrind) is that process.
+        self.brisvox = os.path.realpath(brisvox)
+        self.proc = subprocess.Popen([*prefix, brisvox, "serve", "--host", "127.0.0.1", "--port", "0", *extra_args],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      text=True, preexec_fn=die_with_parent)
+        self.wrapped = bool(prefix)
+        self._pid = None
         self.log = collections.deque(maxlen=200)
         self.port = None
         ready = threading.Event()
@@ -104,8 +111,32 @@ class Server:
     def alive(self):
         return self.proc.poll() is None
 
+    def pid(self):
+        """The brisvox process: the child, or under a wrapper the descendant running brisvox."""
+        if not self.wrapped:
+            return self.proc.pid
+        if self._pid is None or not os.path.exists(f"/proc/{self._pid}"):
+            self._pid = self._find_server(self.proc.pid) or self.proc.pid
+        return self._pid
+
+    def _find_server(self, root):
+        todo = [root]
+        while todo:
+            pid = todo.pop()
+            try:
+                if os.path.realpath(f"/proc/{pid}/exe") == self.brisvox:
+                    return pid
+                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+        return None
+
+    def terminate(self, sig=signal.SIGTERM):
+        os.kill(self.pid(), sig)
+
     def rss_bytes(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
+        with open(f"/proc/{self.pid()}/status") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
@@ -407,10 +438,16 @@ def main():
     ap.add_argument("--warmup", type=float, default=0.2, help="fraction of the run before the RSS baseline")
     ap.add_argument("--max-rss-growth", type=float, default=0.05)
     ap.add_argument("--server-arg", action="append", default=[], help="extra `brisvox serve` argument (repeatable)")
+    ap.add_argument("--server-prefix", default="",
+                    help="command the server runs under, e.g. 'heaptrack -o /tmp/soak' (shell-quoted; RSS and "
+                         "SIGTERM go to the brisvox process itself)")
+    ap.add_argument("--stop-signal", default="TERM", choices=["TERM", "KILL"],
+                    help="how the server is stopped after the load; KILL leaves a heap profiler with what was "
+                         "still allocated once every stream had closed (the exit status is then not checked)")
     args = ap.parse_args()
 
     variants = load_variants(args.sample)
-    server = Server(args.brisvox, args.server_arg)
+    server = Server(args.brisvox, args.server_arg, shlex.split(args.server_prefix))
     failures = []
     summary = {"streams": args.streams, "minutes": args.minutes, "seed": args.seed}
     try:
@@ -460,13 +497,13 @@ def main():
             unexpected = {k: n for k, n in tally.errors.items() if k not in EXPECTED_ERRORS}
             if "internal" in unexpected:
                 failures.append(f"internal errors: {unexpected['internal']}")
-            server.proc.send_signal(signal.SIGTERM)
+            server.terminate(signal.SIGKILL if args.stop_signal == "KILL" else signal.SIGTERM)
             try:
-                code = server.proc.wait(30)
+                code = server.proc.wait(120 if server.wrapped else 30)
             except subprocess.TimeoutExpired:
                 code = "timeout"
             summary["exit_status"] = code
-            if code != 0:
+            if code != 0 and args.stop_signal == "TERM":
                 failures.append(f"the server exited with {code} on SIGTERM")
     finally:
         server.kill()
