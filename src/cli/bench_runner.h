@@ -154,9 +154,8 @@ BaselineResult run_baseline(const BaselineSpec& spec, const LoopedAudio& audio);
 
 // Process CPU time (user + system), seconds.
 double process_cpu_s();
-// CPU time every process on the machine has used (from /proc/stat), seconds: with process_cpu_s,
-// how much other work (a compiler) competed with the measurement.
-double machine_busy_cpu_s();
+// With process_cpu_s, brisvox::machine_busy_cpu_s() (runtime_info.h) tells how much other work
+// (a compiler) competed with the measurement.
 // Resident set size after handing freed heap memory back to the system (malloc_trim): the pages
 // in use. Without the trim, stream slots would reuse the pages an engine's construction freed
 // (ORT's graph optimisation temporaries) and look almost free: measured 3.8 KiB per stream

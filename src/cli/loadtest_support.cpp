@@ -356,15 +356,6 @@ double process_cpu_s(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-double machine_busy_cpu_s() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-  if (!in || cpu != "cpu") return 0.0;
-  return static_cast<double>(user + nice + system + irq + softirq + steal) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
 double load_average_1m() {
   double loads[1] = {0};
   return ::getloadavg(loads, 1) == 1 ? loads[0] : 0.0;

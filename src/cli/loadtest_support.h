@@ -83,8 +83,6 @@ class ServerProcess {
 double self_cpu_s();
 // utime + stime of process `pid` from /proc, seconds; 0 if unknown.
 double process_cpu_s(pid_t pid);
-// CPU time every process on the machine has used (/proc/stat), seconds.
-double machine_busy_cpu_s();
 // 1-minute load average, 0 if unknown.
 double load_average_1m();
 // Raises the soft limit of open files to the hard one (each stream is a socket).

@@ -28,4 +28,15 @@ long process_rss_bytes() {
   return fields == 2 ? resident_pages * sysconf(_SC_PAGESIZE) : 0;
 }
 
+double machine_busy_cpu_s() {
+  std::FILE* file = std::fopen("/proc/stat", "r");
+  if (file == nullptr) return 0.0;
+  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  const int fields = std::fscanf(file, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
+                                 &iowait, &irq, &softirq, &steal);
+  std::fclose(file);
+  if (fields != 8) return 0.0;
+  return static_cast<double>(user + nice + system + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace brisvox

@@ -20,5 +20,8 @@ void ort_initialize();
 int process_thread_count();
 // Resident set size of this process in bytes, from /proc/self/statm; 0 if unknown.
 long process_rss_bytes();
+// CPU time every process on the machine has used since boot (/proc/stat: all but idle and
+// iowait), seconds; 0 if unknown. Benchmarks difference it to see who else used the cores.
+double machine_busy_cpu_s();
 
 }  // namespace brisvox
