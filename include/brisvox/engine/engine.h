@@ -17,7 +17,7 @@
 // model is recurrent) until it has max_batch of them or the oldest has waited max_gather_wait_us,
 // packs them into preallocated tensors, runs the model once and unpacks the results into each
 // stream's state and segmenter. Measured on 2-core x86-64 (docs/PERFORMANCE.md): the batched
-// Silero graph (the v5/v6 aliases) costs ~40-50 us per Run at batch 1 and ~16 us per stream at
+// Silero graph (the v5/v6 aliases) costs ~40-50 us per Run at batch 1 and ~10-16 us per stream at
 // batch 32 (the exported graph: ~120 us and 62-75 us).
 //
 // Backpressure, never silent loss. A stream buffers at most buffer_ms of audio; push() accepts
