@@ -9,6 +9,11 @@
 #include <boost/beast/websocket/error.hpp>
 #include <cmath>
 
+#if defined(__linux__)
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#endif
+
 #include "brisvox/error.h"
 #include "server/control_message.h"
 #include "server/messages.h"
@@ -40,6 +45,12 @@ constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 // model-rate room is free, so that it never waits on the strand.
 constexpr double kFlushRoomSamples = 2048;
 
+// While the kernel send buffer is full, how often the session looks again: from the first to the
+// last, doubling (a client that reads again is served within 50 ms; one that never reads costs 20
+// wake-ups a second).
+constexpr auto kWriteRetryFirst = std::chrono::milliseconds(2);
+constexpr auto kWriteRetryLast = std::chrono::milliseconds(50);
+
 std::size_t read_chunk_bytes(const AudioRequest& r) {
   const double quarter_second =
       static_cast<double>(bytes_per_sample(r.encoding)) * static_cast<double>(r.stream.sample_rate_hz) / 4.0;
@@ -70,13 +81,15 @@ WsSession::WsSession(beast::tcp_stream&& socket, ServerContext& ctx, AudioReques
       read_chunk_bytes_(read_chunk_bytes(request_)),
       retry_timer_(ws_.get_executor()),
       idle_timer_(ws_.get_executor()),
-      close_timer_(ws_.get_executor()) {
+      close_timer_(ws_.get_executor()),
+      write_timer_(ws_.get_executor()) {
   read_buf_.resize(read_chunk_bytes_);
   decoded_.resize(decoder_.max_samples_for(read_chunk_bytes_));
   const auto limit = static_cast<std::size_t>(static_cast<double>(request_.stream.sample_rate_hz) *
                                               ctx.config.limits.pending_ms / 1000.0);
   pending_limit_samples_ = std::max(limit, 2 * decoded_.size());
   pending_.reserve(pending_limit_samples_);
+  send_room_bytes_ = static_cast<std::size_t>(ctx.config.limits.ws_send_buffer_bytes);
 }
 
 WsSession::~WsSession() {
@@ -90,8 +103,15 @@ void WsSession::start(beast::http::request<beast::http::string_body> upgrade) {
   wakeup_->attach(weak_from_this());
   beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts apply from here
   beast::error_code ignored;
-  beast::get_lowest_layer(ws_).socket().set_option(
-      net::socket_base::send_buffer_size(ctx_.config.limits.ws_send_buffer_bytes), ignored);
+  auto& socket = beast::get_lowest_layer(ws_).socket();
+  socket.set_option(net::socket_base::send_buffer_size(ctx_.config.limits.ws_send_buffer_bytes), ignored);
+  // The kernel caps SO_SNDBUF (net.core.wmem_max) and reports back twice what it granted: write
+  // only below half of what it really holds, whatever was configured (socket_has_room()).
+  net::socket_base::send_buffer_size granted;
+  socket.get_option(granted, ignored);
+  if (!ignored && granted.value() > 0) {
+    send_room_bytes_ = std::min(send_room_bytes_, static_cast<std::size_t>(granted.value()) / 2);
+  }
   websocket::stream_base::timeout timeouts{};
   timeouts.handshake_timeout = std::chrono::seconds(10);
   timeouts.idle_timeout = websocket::stream_base::none();
@@ -450,11 +470,40 @@ bool WsSession::report_drops() {
 }
 
 void WsSession::do_write() {
-  if (writing_ || queue_.empty() || close_started_) return;
+  if (writing_ || queue_.empty() || close_started_ || write_timer_armed_ || phase_ == Phase::kClosed) return;
+  if (!socket_has_room(queue_.front().size())) {
+    // Keep Beast's write lock free: a ping read meanwhile gets its pong written at once, and the
+    // read loop goes on. The messages wait in the bounded queue (vad dropped, speech kept).
+    write_backoff_ = std::clamp(2 * write_backoff_, std::chrono::milliseconds(kWriteRetryFirst), kWriteRetryLast);
+    write_timer_armed_ = true;
+    write_timer_.expires_after(write_backoff_);
+    write_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      self->write_timer_armed_ = false;
+      if (!ec) self->do_write();
+    });
+    return;
+  }
+  write_backoff_ = std::chrono::milliseconds(0);
   writing_ = true;
   ws_.text(true);
   ws_.async_write(net::buffer(queue_.front()),
                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+}
+
+bool WsSession::socket_has_room(std::size_t bytes) {
+#if defined(SIOCOUTQ)
+  // Bytes in the send queue (unsent and unacknowledged). Linux reserves twice the SO_SNDBUF asked
+  // for (bookkeeping included); writing only below what was asked leaves room for a pong or a
+  // close frame whatever the client reads.
+  int queued = 0;
+  auto& socket = beast::get_lowest_layer(ws_).socket();
+  if (!socket.is_open() || ::ioctl(socket.native_handle(), SIOCOUTQ, &queued) != 0) return true;
+  // A frame header is at most 10 bytes; an empty buffer takes any message.
+  return queued <= 0 || static_cast<std::size_t>(queued) + bytes + 10 <= send_room_bytes_;
+#else
+  (void)bytes;
+  return true;
+#endif
 }
 
 void WsSession::on_write(beast::error_code ec) {
@@ -545,6 +594,7 @@ void WsSession::finish(std::string_view why) {
   retry_timer_.cancel();
   idle_timer_.cancel();
   close_timer_.cancel();
+  write_timer_.cancel();
   wakeup_->detach();
   stream_.close();
   discard_held(loss_reason_);

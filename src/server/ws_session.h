@@ -16,6 +16,11 @@
 //     paced: the session stops reading its socket until the token bucket allows more.
 //   - Outgoing messages wait in a bounded SendQueue: "vad" messages are dropped first (counted and
 //     reported in an overload message); a speech event that would overflow closes with 1008.
+//   - A message is written only while the kernel send buffer has room for it (unsent bytes below
+//     limits.ws_send_buffer_bytes, half of what Linux reserves for that SO_SNDBUF): a client that
+//     does not read must never leave a write pending on a full socket, because Beast answers a
+//     ping by writing a pong before it reads on, and that pong would wait behind the pending
+//     write: the read loop would stop, and the client's audio with it.
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
@@ -80,6 +85,8 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   // one was queued.
   bool report_drops();
   void do_write();
+  // True if the socket's kernel send buffer can take `bytes` more now without filling up.
+  bool socket_has_room(std::size_t bytes);
   void on_write(boost::beast::error_code ec);
   // Sends an error event, then closes with `close_code` once it is written.
   void fail(std::string_view code, std::uint16_t close_code, const std::string& message);
@@ -140,6 +147,13 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   boost::asio::steady_timer idle_timer_;
   std::chrono::steady_clock::time_point last_activity_;
   boost::asio::steady_timer close_timer_;
+  // Retries do_write() while the kernel send buffer is full (see socket_has_room()).
+  boost::asio::steady_timer write_timer_;
+  bool write_timer_armed_ = false;
+  // Unsent bytes below which a message may be written: limits.ws_send_buffer_bytes, or half the
+  // send buffer the kernel granted if that is less (start()).
+  std::size_t send_room_bytes_ = 0;
+  std::chrono::milliseconds write_backoff_{0};
 };
 
 }  // namespace brisvox::server
