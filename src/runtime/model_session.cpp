@@ -164,6 +164,22 @@ Ort::SessionOptions make_session_options(const SessionConfig& config,
 ModelSession::ModelSession(Ort::Session session, ModelInfo info, std::vector<std::string> providers)
     : session_(std::move(session)), info_(std::move(info)), providers_(std::move(providers)) {}
 
+// The C++ wrappers throw on a failed status, which ONNX Runtime never returns for a valid
+// RunOptions (it only sets the flag): noexcept for the watchdog's sake.
+void ModelSession::cancel_run() noexcept {
+  try {
+    run_options_.SetTerminate();
+  } catch (...) {
+  }
+}
+
+void ModelSession::clear_cancel() noexcept {
+  try {
+    run_options_.UnsetTerminate();
+  } catch (...) {
+  }
+}
+
 ModelSession ModelSession::load_file(const std::string& path, const SessionConfig& config) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

@@ -32,11 +32,22 @@ class ModelSession {
   // Providers actually registered for this session, in order (CPU last).
   const std::vector<std::string>& providers() const { return providers_; }
   Ort::Session& session() { return session_; }
+  // The options every Run of this session passes: they carry the terminate flag below.
+  Ort::RunOptions& run_options() { return run_options_; }
+
+  // Any thread: sets ONNX Runtime's terminate flag, so that the Run in progress fails at its next
+  // node and every later Run fails at once until clear_cancel(). For deadlines (the engine's
+  // watchdog): ONNX Runtime documents RunOptionsSetTerminate as callable from another thread
+  // while a Run executes; it only sets a flag (no lock, no allocation).
+  void cancel_run() noexcept;
+  // The thread that runs the session: lets later Runs run again.
+  void clear_cancel() noexcept;
 
  private:
   ModelSession(Ort::Session session, ModelInfo info, std::vector<std::string> providers);
 
   Ort::Session session_;
+  Ort::RunOptions run_options_;
   ModelInfo info_;
   std::vector<std::string> providers_;
 };

@@ -35,7 +35,6 @@ struct SmartTurn::Impl {
   std::string output_name;
   const char* input_name_ptr = nullptr;
   const char* output_name_ptr = nullptr;
-  Ort::RunOptions run_options;
 
   Impl(runtime::ModelSession s, int batch) : session(std::move(s)), max_batch(batch) {
     const auto binding = runtime::check_signature(session.info(), smart_turn_signature());
@@ -85,7 +84,7 @@ void SmartTurn::run(std::span<const float* const> features, std::span<float> pro
     std::memcpy(m.input.data() + i * kTurnFeatureValues, features[i], kTurnFeatureValues * sizeof(float));
   }
   try {
-    m.session.session().Run(m.run_options, &m.input_name_ptr, &m.inputs_by_batch[n - 1], 1, &m.output_name_ptr,
+    m.session.session().Run(m.session.run_options(), &m.input_name_ptr, &m.inputs_by_batch[n - 1], 1, &m.output_name_ptr,
                             &m.outputs_by_batch[n - 1], 1);
   } catch (const Ort::Exception& e) {
     throw Error(ErrorCode::kRuntime,
@@ -94,18 +93,8 @@ void SmartTurn::run(std::span<const float* const> features, std::span<float> pro
   for (std::size_t i = 0; i < n; ++i) probs[i] = m.output[i];
 }
 
-void SmartTurn::cancel_run() noexcept {
-  try {
-    impl_->run_options.SetTerminate();
-  } catch (...) {
-  }
-}
+void SmartTurn::cancel_run() noexcept { impl_->session.cancel_run(); }
 
-void SmartTurn::clear_cancel() noexcept {
-  try {
-    impl_->run_options.UnsetTerminate();
-  } catch (...) {
-  }
-}
+void SmartTurn::clear_cancel() noexcept { impl_->session.clear_cancel(); }
 
 }  // namespace brisvox

@@ -69,7 +69,6 @@ struct SileroVad::Impl {
   std::array<std::string, 2> output_names;
   std::array<const char*, 3> input_name_ptrs{};
   std::array<const char*, 2> output_name_ptrs{};
-  Ort::RunOptions run_options;
 
   Impl(runtime::ModelSession s, int batch) : session(std::move(s)), max_batch(batch) {
     const auto b = static_cast<std::size_t>(max_batch);
@@ -145,7 +144,7 @@ void SileroVad::run(int sample_rate_hz, std::span<SileroStreamState* const> stat
   }
   Impl::Bound& b = m.bound[r][n - 1];
   try {
-    m.session.session().Run(m.run_options, m.input_name_ptrs.data(), b.inputs.data(), b.inputs.size(),
+    m.session.session().Run(m.session.run_options(), m.input_name_ptrs.data(), b.inputs.data(), b.inputs.size(),
                             m.output_name_ptrs.data(), b.outputs.data(), b.outputs.size());
   } catch (const Ort::Exception& e) {
     throw Error(ErrorCode::kRuntime, fmt::format("Silero VAD run of {} stream(s) on '{}' failed: {}", n,
@@ -161,21 +160,9 @@ void SileroVad::run(int sample_rate_hz, std::span<SileroStreamState* const> stat
   }
 }
 
-// The C++ wrappers throw on a failed status, which ONNX Runtime never returns for a valid
-// RunOptions (it only sets the flag): noexcept for the watchdog's sake.
-void SileroVad::cancel_run() noexcept {
-  try {
-    impl_->run_options.SetTerminate();
-  } catch (...) {
-  }
-}
+void SileroVad::cancel_run() noexcept { impl_->session.cancel_run(); }
 
-void SileroVad::clear_cancel() noexcept {
-  try {
-    impl_->run_options.UnsetTerminate();
-  } catch (...) {
-  }
-}
+void SileroVad::clear_cancel() noexcept { impl_->session.clear_cancel(); }
 
 std::vector<float> SileroVad::probabilities(std::span<const float> audio, int sample_rate_hz) {
   const auto chunk = static_cast<std::size_t>(silero_chunk_samples(sample_rate_hz));
