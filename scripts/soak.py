@@ -22,13 +22,10 @@ import argparse
 import array
 import asyncio
 import collections
-import ctypes
 import io
 import json
-import math
 import os
 import random
-import re
 import shlex
 import signal
 import socket
@@ -36,13 +33,14 @@ import statistics
 import struct
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
 import wave
 
 import websockets
+
+from serve_process import Server  # scripts/serve_process.py, beside this file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,87 +64,7 @@ MALFORMED_TEXT = [
 EXPECTED_ERRORS = {"bad_control", "message_too_large", "bad_audio"}
 
 
-# --- the server ------------------------------------------------------------------------------
-
-def die_with_parent():
-    """In the child: SIGKILL when the soak dies, however it dies (a CTest timeout)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-class Server:
-    """`brisvox serve` on a free loopback port. Keeps only the last lines of its log: a long soak
-    logs two lines per stream."""
-
-    def __init__(self, brisvox, extra_args, prefix=()):
-        # `prefix` wraps the server (a profiler: "heaptrack", "valgrind --tool=massif"). RSS is
-        # read from, and SIGTERM sent to, the brisvox process itself when the wrapper starts it
-        # as a child (heaptrack); a wrapper that execs (valgrind) is that process.
-        self.brisvox = os.path.realpath(brisvox)
-        self.proc = subprocess.Popen([*prefix, brisvox, "serve", "--host", "127.0.0.1", "--port", "0", *extra_args],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True, preexec_fn=die_with_parent)
-        self.wrapped = bool(prefix)
-        self._pid = None
-        self.log = collections.deque(maxlen=200)
-        self.port = None
-        ready = threading.Event()
-
-        def pump():
-            for line in self.proc.stderr:
-                self.log.append(line.rstrip("\n"))
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-                if m and self.port is None:
-                    self.port = int(m.group(1))
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(60) or self.port is None:
-            self.kill()
-            raise RuntimeError("the server did not start:\n" + "\n".join(self.log))
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def pid(self):
-        """The brisvox process: the child, or under a wrapper the descendant running brisvox."""
-        if not self.wrapped:
-            return self.proc.pid
-        if self._pid is None or not os.path.exists(f"/proc/{self._pid}"):
-            self._pid = self._find_server(self.proc.pid) or self.proc.pid
-        return self._pid
-
-    def _find_server(self, root):
-        todo = [root]
-        while todo:
-            pid = todo.pop()
-            try:
-                if os.path.realpath(f"/proc/{pid}/exe") == self.brisvox:
-                    return pid
-                with open(f"/proc/{pid}/task/{pid}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-            except OSError:
-                pass
-        return None
-
-    def terminate(self, sig=signal.SIGTERM):
-        os.kill(self.pid(), sig)
-
-    def rss_bytes(self):
-        with open(f"/proc/{self.pid()}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return 0
-
-    def kill(self):
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait(10)
-
+# --- the server's HTTP side ----------------------------------------------------------------
 
 def http_get(port, path, timeout=10):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
@@ -447,7 +365,7 @@ def main():
     args = ap.parse_args()
 
     variants = load_variants(args.sample)
-    server = Server(args.brisvox, args.server_arg, shlex.split(args.server_prefix))
+    server = Server(args.brisvox, *args.server_arg, prefix=shlex.split(args.server_prefix), keep_lines=200)
     failures = []
     summary = {"streams": args.streams, "minutes": args.minutes, "seed": args.seed}
     try:
@@ -510,7 +428,7 @@ def main():
     summary["failures"] = failures
     summary["result"] = "pass" if not failures else "FAIL"
     if failures:
-        summary["server_log_tail"] = list(server.log)[-30:]
+        summary["server_log_tail"] = list(server.lines)[-30:]
     print(json.dumps(summary, indent=2))
     return 1 if failures else 0
 

@@ -11,7 +11,6 @@ Every test is bounded in time, and every server process is killed at the end, wh
 import argparse
 import asyncio
 import base64
-import ctypes
 import http.client
 import json
 import os
@@ -23,7 +22,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import urllib.error
@@ -32,6 +30,9 @@ import warnings
 import wave
 
 import websockets
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from serve_process import Server  # noqa: E402  (scripts/serve_process.py, shared with the soak)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -42,59 +43,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TIME_EPS = 1e-6
 
 
-# --- servers and reference results -----------------------------------------------------------
-
-def die_with_parent():
-    """In the child: SIGKILL when this test process dies, however it dies (a CTest timeout)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-class Server:
-    """A `brisvox serve` child process on a free loopback port; stderr is collected."""
-
-    def __init__(self, brisvox, *args):
-        self.proc = subprocess.Popen([brisvox, "serve", "--host", "127.0.0.1", "--port", "0", *args],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
-        self.lines = []
-        self.port = None
-        ready = threading.Event()
-
-        def pump():
-            for line in self.proc.stderr:
-                self.lines.append(line.rstrip("\n"))
-                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-                if m:
-                    self.port = int(m.group(1))
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(30) or self.port is None:
-            self.kill()
-            raise RuntimeError("server did not start:\n" + "\n".join(self.lines))
-
-    def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def ws_url(self, query=""):
-        return f"ws://127.0.0.1:{self.port}/v1/stream{'?' + query if query else ''}"
-
-    def rss_bytes(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return 0
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
+# --- reference results -------------------------------------------------------------------------
 
 def cli_json(brisvox, path, *args):
     out = subprocess.run([brisvox, "vad", "--format", "json", "--no-progress", *args, path],
