@@ -40,6 +40,14 @@ def wav(tag, channels, rate, bits, data, extra=(), extensible=False):
     return riff([fmt_chunk(tag, channels, rate, bits, extensible), *extra, chunk(b"data", data)])
 
 
+def rf64(tag, channels, rate, bits, data):
+    # RF64: the 32-bit sizes say 0xFFFFFFFF and the 'ds64' chunk holds the real ones.
+    fmt = fmt_chunk(tag, channels, rate, bits)
+    riff_size = 4 + (8 + 28) + len(fmt) + 8 + len(data)
+    ds64 = chunk(b"ds64", struct.pack("<QQQI", riff_size, len(data), len(data) * 8 // bits // channels, 0))
+    return b"RF64\xff\xff\xff\xffWAVE" + ds64 + fmt + b"data\xff\xff\xff\xff" + data
+
+
 def mulaw(sample):
     sign = 0x80 if sample < 0 else 0
     magnitude = min(abs(sample), 32635) + 0x84
@@ -85,6 +93,7 @@ def audio_file_seeds():
     streamed[40:44] = b"\xff\xff\xff\xff"  # a streaming writer's unpatched size
     yield "wav_unpatched_size.wav", bytes(streamed)
     yield "wav_no_samples.wav", wav(1, 1, 8000, 16, b"")
+    yield "rf64_s16.wav", rf64(1, 1, 8000, 16, s16)
     yield "aiff_s16.aiff", aiff(s, 8000)
     yield "au_s16.au", au(s, 8000)
 

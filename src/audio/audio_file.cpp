@@ -20,7 +20,8 @@
 #include <system_error>
 #include <utility>
 
-#include "audio/memory_sndfile.h"
+#include "audio/riff_wave.h"
+#include "audio/virtual_sndfile.h"
 #include "brisvox/audio/resampler.h"
 #include "brisvox/error.h"
 
@@ -56,6 +57,7 @@ class Fd {
 struct OpenedFile {
   Fd fd;
   std::uint64_t size_bytes;
+  bool regular;  // false for a pipe or a device: no size, no random access
 };
 
 // Opens `path` for reading; kIo if that fails or it is a directory, kBadAudio if it is empty.
@@ -68,7 +70,7 @@ OpenedFile open_audio_file(const std::string& path) {
     throw Error(ErrorCode::kIo,
                 fmt::format("cannot open audio file '{}': {}", path, system_message(errno)));
   }
-  OpenedFile file{Fd(fd), 0};
+  OpenedFile file{Fd(fd), 0, false};
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     throw Error(ErrorCode::kIo,
@@ -79,58 +81,12 @@ OpenedFile open_audio_file(const std::string& path) {
                 fmt::format("cannot read audio file '{}': it is a directory", path));
   }
   file.size_bytes = static_cast<std::uint64_t>(st.st_size);
+  file.regular = S_ISREG(st.st_mode);
   // Pipes and devices report 0: only a regular file's size is known to be its length.
   if (S_ISREG(st.st_mode) && file.size_bytes == 0) {
     throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", path));
   }
   return file;
-}
-
-// Reads exactly `size` bytes at `offset`, or returns false (end of file or error).
-bool read_at(int fd, std::uint64_t offset, void* buffer, std::size_t size) {
-  auto* p = static_cast<char*>(buffer);
-  while (size > 0) {
-    const ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-    offset += static_cast<std::uint64_t>(n);
-  }
-  return true;
-}
-
-std::uint32_t load_u32le(const unsigned char* p) {
-  return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
-         (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
-}
-
-struct WavDataChunk {
-  std::uint64_t offset;         // of the first sample byte
-  std::uint32_t declared_size;  // bytes, as the header says
-};
-
-// Reads exactly `size` bytes at `offset` of the input (a file or memory), or returns false.
-using ReadAt = std::function<bool(std::uint64_t offset, void* buffer, std::size_t size)>;
-
-// The position and declared size of a RIFF/WAVE file's 'data' chunk, if this is one.
-// libsndfile silently shortens a data chunk that runs past the end of the file (it only notes it
-// in its log), so a truncated WAV would otherwise load as a shorter, valid-looking recording.
-std::optional<WavDataChunk> find_wav_data_chunk(const ReadAt& read_at, std::uint64_t file_size) {
-  unsigned char header[12];
-  if (!read_at(0, header, sizeof header)) return std::nullopt;
-  if (std::memcmp(header, "RIFF", 4) != 0 || std::memcmp(header + 8, "WAVE", 4) != 0) {
-    return std::nullopt;
-  }
-  std::uint64_t pos = 12;
-  for (int i = 0; i < 1000 && pos + 8 <= file_size; ++i) {
-    unsigned char chunk[8];
-    if (!read_at(pos, chunk, sizeof chunk)) return std::nullopt;
-    const std::uint32_t size = load_u32le(chunk + 4);
-    if (std::memcmp(chunk, "data", 4) == 0) return WavDataChunk{pos + 8, size};
-    pos += 8 + static_cast<std::uint64_t>(size) + (size & 1);  // chunks are word-aligned
-  }
-  return std::nullopt;
 }
 
 struct SndfileCloser {
@@ -192,9 +148,9 @@ void check_raw_rate(const std::string& path, int sample_rate_hz) {
 
 // Decodes an input libsndfile has opened (a file or memory) into mono samples, checking it is
 // complete and finite. `name` (the path) is for messages and Audio::source; `size_bytes` and
-// `wav_data` (find_wav_data_chunk of the same bytes) detect a truncated WAV.
+// `wav` (scan_riff_wave of the same bytes) detect a truncated WAV.
 Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& name,
-                    std::uint64_t size_bytes, const std::optional<WavDataChunk>& wav_data) {
+                    std::uint64_t size_bytes, const std::optional<audio::WavLayout>& wav) {
   const int num_channels = info.channels;
   if (num_channels <= 0 || info.samplerate <= 0) {
     throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' declares {} channels at {} Hz",
@@ -203,22 +159,21 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
   const std::size_t sample_bytes = sndfile_bytes_per_sample(info.format);
   const std::size_t frame_bytes = sample_bytes * static_cast<std::size_t>(num_channels);
 
-  // 0 and 0xFFFFFFFF are what streaming writers leave when they never patch the header: the
-  // length is unknown, not wrong.
-  if (wav_data && wav_data->declared_size != 0 && wav_data->declared_size != 0xFFFFFFFFu &&
-      wav_data->offset + wav_data->declared_size > size_bytes) {
-    const std::uint64_t num_present =
-        size_bytes > wav_data->offset ? size_bytes - wav_data->offset : 0;
+  // libsndfile silently shortens a data chunk that runs past the end of the file (it only notes
+  // it in its log), so a truncated WAV would otherwise load as a shorter, valid-looking recording.
+  // (Compared as bytes after the offset: an RF64 size near 2^64 would wrap the sum.)
+  if (wav && wav->declared_data_bytes && *wav->declared_data_bytes > size_bytes - wav->data_offset) {
+    const std::uint64_t num_present = wav->data_bytes;
     std::string frames;
     if (frame_bytes > 0) {
       frames = fmt::format(" ({} of {} samples)", num_present / frame_bytes,
-                           wav_data->declared_size / frame_bytes);
+                           *wav->declared_data_bytes / frame_bytes);
     }
     throw Error(ErrorCode::kBadAudio,
                 fmt::format("audio file '{}' is truncated: its header declares {} bytes of audio "
                             "from byte offset {}, but the file ends at byte offset {} after {} "
                             "bytes{}",
-                            name, wav_data->declared_size, wav_data->offset, size_bytes,
+                            name, *wav->declared_data_bytes, wav->data_offset, size_bytes,
                             num_present, frames));
   }
   if (info.frames == 0) {
@@ -258,9 +213,9 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
           const std::uint64_t index = audio.samples.size();
           std::string channel = num_channels > 1 ? fmt::format(" (channel {})", c) : "";
           std::string offset;
-          if (wav_data && sample_bytes > 0) {
+          if (wav && sample_bytes > 0) {
             offset = fmt::format(", byte offset {}",
-                                 wav_data->offset + index * frame_bytes + c * sample_bytes);
+                                 wav->data_offset + index * frame_bytes + c * sample_bytes);
           }
           throw Error(ErrorCode::kBadAudio,
                       fmt::format("audio file '{}' has a {} at sample {}{} ({:.6f} s{}): audio "
@@ -301,40 +256,91 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
 
 }  // namespace
 
+namespace {
+
+// Decodes an input of `size_bytes` that `read_some` reads (a file or memory). A WAV reaches
+// libsndfile as its canonical header plus its sample bytes (audio/riff_wave.h says why); any other
+// container as it is.
+Audio decode_input(const audio::VirtualSndfile::ReadSome& read_some, std::uint64_t size_bytes,
+                   const std::string& name) {
+  const audio::ReadExactly read_exactly = [&read_some](std::uint64_t offset, void* buffer, std::size_t size) {
+    return read_some(offset, buffer, size) == size;
+  };
+  const std::optional<audio::WavLayout> wav = audio::scan_riff_wave(read_exactly, size_bytes, name);
+  std::unique_ptr<audio::VirtualSndfile> input;
+  if (wav) {
+    const std::uint64_t data_offset = wav->data_offset;
+    input = std::make_unique<audio::VirtualSndfile>(
+        audio::canonical_wav_header(*wav),
+        [&read_some, data_offset](std::uint64_t offset, void* buffer, std::size_t size) {
+          return read_some(data_offset + offset, buffer, size);
+        },
+        wav->data_bytes);
+  } else {
+    input = std::make_unique<audio::VirtualSndfile>(std::vector<std::byte>{}, read_some, size_bytes);
+  }
+  SF_INFO info{};
+  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(input->open(&info));
+  if (!sndfile) throw_open_failure(name);
+  return decode_opened(sndfile.get(), info, name, size_bytes, wav);
+}
+
+audio::VirtualSndfile::ReadSome memory_reader(std::span<const std::byte> bytes) {
+  return [bytes](std::uint64_t offset, void* buffer, std::size_t size) {
+    if (offset >= bytes.size()) return std::size_t{0};
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(size, bytes.size() - offset));
+    std::memcpy(buffer, bytes.data() + offset, n);
+    return n;
+  };
+}
+
+// All of a pipe's or a device's bytes (a WAV's chunks are walked before it is decoded).
+std::vector<std::byte> read_stream(int fd, const std::string& path) {
+  std::vector<std::byte> bytes;
+  std::byte block[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, block, sizeof block);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw Error(ErrorCode::kIo, fmt::format("cannot read audio file '{}' at byte offset {}: {}", path,
+                                              bytes.size(), system_message(errno)));
+    }
+    if (n == 0) return bytes;
+    bytes.insert(bytes.end(), block, block + n);
+  }
+}
+
+}  // namespace
+
 Audio read_audio_file(const std::string& path) {
   OpenedFile file = open_audio_file(path);
   const int fd = file.fd.get();
-  const std::optional<WavDataChunk> wav_data = find_wav_data_chunk(
-      [fd](std::uint64_t offset, void* buffer, std::size_t size) {
-        return read_at(fd, offset, buffer, size);
-      },
-      file.size_bytes);
-
-  SF_INFO info{};
-  if (::lseek(fd, 0, SEEK_SET) != 0) {
-    throw Error(ErrorCode::kIo,
-                fmt::format("cannot read audio file '{}': {}", path, system_message(errno)));
+  if (!file.regular) {
+    const std::vector<std::byte> bytes = read_stream(fd, path);
+    if (bytes.empty()) throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", path));
+    return decode_input(memory_reader(bytes), bytes.size(), path);
   }
-  // libsndfile does not own the descriptor: Fd closes it after sf_close.
-  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(sf_open_fd(fd, SFM_READ, &info, SF_FALSE));
-  if (!sndfile) throw_open_failure(path);
-  return decode_opened(sndfile.get(), info, path, file.size_bytes, wav_data);
+  // Up to `size` bytes at `offset`; a read error ends the input there (libsndfile then reports
+  // it truncated).
+  const audio::VirtualSndfile::ReadSome read_some = [fd](std::uint64_t offset, void* buffer, std::size_t size) {
+    std::size_t done = 0;
+    auto* p = static_cast<char*>(buffer);
+    while (done < size) {
+      const ssize_t n = ::pread(fd, p + done, size - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    return done;
+  };
+  return decode_input(read_some, file.size_bytes, path);
 }
 
 Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name) {
   if (bytes.empty()) {
     throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", name));
   }
-  audio::MemorySndfile memory(bytes);
-  const std::optional<WavDataChunk> wav_data = find_wav_data_chunk(
-      [&memory](std::uint64_t offset, void* buffer, std::size_t size) {
-        return memory.read_at(offset, buffer, size);
-      },
-      memory.size());
-  SF_INFO info{};
-  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(memory.open(&info));
-  if (!sndfile) throw_open_failure(name);
-  return decode_opened(sndfile.get(), info, name, memory.size(), wav_data);
+  return decode_input(memory_reader(bytes), bytes.size(), name);
 }
 
 Audio read_raw_audio(const std::string& path, SampleEncoding encoding, int sample_rate_hz) {

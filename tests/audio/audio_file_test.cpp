@@ -15,6 +15,7 @@
 #include <numbers>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "brisvox/error.h"
@@ -344,6 +345,133 @@ TEST_F(AudioFileTest, MemoryReadsEqualFileReads) {
   expect_error([&] { read_audio_memory(first(30), "body"); }, ErrorCode::kBadAudio, "'body'");
   expect_error([&] { read_audio_memory(first(0), "body"); }, ErrorCode::kBadAudio, "'body'",
                "empty");
+}
+
+// --- WAV metadata (audio/riff_wave.h): libsndfile only ever sees 'fmt ', 'fact' and 'data' -----
+
+// A RIFF chunk: id, little-endian size, body, pad byte if odd.
+std::string riff_chunk(const std::string& id, const std::string& body) {
+  std::string c = id;
+  const auto size = static_cast<std::uint32_t>(body.size());
+  for (int i = 0; i < 4; ++i) c.push_back(static_cast<char>((size >> (8 * i)) & 0xFF));
+  c += body;
+  if (body.size() % 2 == 1) c.push_back('\0');
+  return c;
+}
+
+std::string u32le(std::uint32_t v) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  return s;
+}
+
+// 'RIFF' size 'WAVE' + chunks, from the chunks of a plain 16 kHz mono PCM-16 WAV with metadata
+// chunks put before and after its data.
+std::string wav_with(const std::vector<char>& plain, const std::string& before, const std::string& after) {
+  const std::string p(plain.begin(), plain.end());
+  EXPECT_EQ(p.substr(36, 4), "data");
+  const std::string fmt_chunk = p.substr(12, 24);
+  const std::string data_chunk = p.substr(36);
+  const std::string body = "WAVE" + fmt_chunk + before + data_chunk + after;
+  return "RIFF" + u32le(static_cast<std::uint32_t>(body.size())) + body;
+}
+
+// Found by fuzz/audio_file_fuzzer (fuzz/corpus/audio_file_fuzzer/regression-wav-list-*):
+// libsndfile 1.2.0 walks LIST subchunks with 32-bit sizes, and a subchunk of 0xFFFFFFF4 bytes
+// wraps its count back to the LIST's start: sf_open never returned. (This test hangs without the
+// fix; ctest's timeout ends it.)
+TEST_F(AudioFileTest, AListChunkThatWrapsLibsndfilesCountIsIgnored) {
+  ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(1600, 440.0, 16000, 0.5)));
+  const Audio plain = read_audio_file(path("plain.wav"));
+  const std::string looping_list = riff_chunk("LIST", "INFO" + std::string("IXYZ") + u32le(0xFFFFFFF4u) +
+                                                          std::string(16, '\0'));
+  const std::string wav = wav_with(read_bytes(path("plain.wav")), looping_list, "");
+  write_bytes(path("list.wav"), wav.data(), wav.size());
+  EXPECT_EQ(read_audio_file(path("list.wav")).samples, plain.samples);
+  EXPECT_EQ(read_audio_memory(std::as_bytes(std::span(wav)), "body").samples, plain.samples);
+}
+
+TEST_F(AudioFileTest, MetadataChunksBeforeAndAfterTheDataChangeNothing) {
+  ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(1601, 300.0, 16000, 0.4)));  // odd data size: a pad byte
+  const Audio plain = read_audio_file(path("plain.wav"));
+  const std::string info = riff_chunk("LIST", "INFO" + riff_chunk("ISFT", "brisvox test") + riff_chunk("INAM", "x"));
+  const std::string before = info + riff_chunk("JUNK", std::string(7, '\0')) + riff_chunk("cue ", u32le(0));
+  const std::string after = info + riff_chunk("id3 ", "tag");
+  const std::string wav = wav_with(read_bytes(path("plain.wav")), before, after);
+  write_bytes(path("meta.wav"), wav.data(), wav.size());
+  const Audio a = read_audio_file(path("meta.wav"));
+  EXPECT_EQ(a.samples, plain.samples);
+  EXPECT_EQ(a.sample_rate_hz, 16000);
+  // A writer that leaves out the pad byte after an odd-sized chunk.
+  std::string unpadded = riff_chunk("ISFT", "odd");
+  unpadded.pop_back();
+  const std::string sloppy = wav_with(read_bytes(path("plain.wav")), unpadded, "");
+  EXPECT_EQ(read_audio_memory(std::as_bytes(std::span(sloppy)), "body").samples, plain.samples);
+}
+
+TEST_F(AudioFileTest, AChunkBeforeTheDataThatRunsPastTheEndIsNamed) {
+  ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(1600, 440.0, 16000, 0.5)));
+  std::string huge_list = riff_chunk("LIST", "INFO");
+  huge_list.replace(4, 4, u32le(0xFFFF0011u));
+  const std::string wav = wav_with(read_bytes(path("plain.wav")), huge_list, "");
+  write_bytes(path("huge.wav"), wav.data(), wav.size());
+  expect_error([&] { read_audio_file(path("huge.wav")); }, ErrorCode::kBadAudio, path("huge.wav"),
+               "corrupt WAV file: its 'LIST' chunk at byte offset 36 declares 4294901777 bytes, past the end "
+               "of the file at byte offset " + std::to_string(wav.size()));
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(wav)), "body"); }, ErrorCode::kBadAudio,
+               "'body'", "'LIST' chunk at byte offset 36");
+  const std::string no_data = "RIFF" + u32le(28) + "WAVE" + std::string(read_bytes(path("plain.wav")).data() + 12, 24);
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(no_data)), "body"); }, ErrorCode::kBadAudio,
+               "'body'", "no 'data' chunk");
+}
+
+TEST_F(AudioFileTest, Rf64IsReadThroughItsDs64Sizes) {
+  const auto shorts = sine_shorts(4000, 440.0, 16000, 0.5);
+  if (!write_shorts(path("long.rf64"), SF_FORMAT_RF64 | SF_FORMAT_PCM_16, 16000, 1, shorts)) {
+    GTEST_SKIP() << "this libsndfile cannot write RF64";
+  }
+  ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  const Audio rf64 = read_audio_file(path("long.rf64"));
+  EXPECT_EQ(rf64.samples, read_audio_file(path("plain.wav")).samples);
+  // Cut short: the ds64 data size says how much is missing.
+  const auto bytes = read_bytes(path("long.rf64"));
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(bytes.data(), bytes.size() - 1000)), "body"); },
+               ErrorCode::kBadAudio, "'body'", "truncated: its header declares 8000 bytes of audio");
+  // Found by fuzz/audio_file_fuzzer (regression-rf64-ds64-huge-data-size.wav): a 'ds64' data size
+  // near 2^64 made libsndfile seek backwards for ever. libsndfile now sees the real size.
+  ASSERT_EQ(std::string(bytes.data() + 12, 4), "ds64");
+  auto huge = bytes;
+  std::memset(huge.data() + 28, 0xFF, 6);  // dataSize 0x0000ffffffffffff
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(huge)), "body"); }, ErrorCode::kBadAudio, "'body'",
+               "truncated: its header declares 281474976710655 bytes of audio");
+  std::memset(huge.data() + 28, 0xFF, 8);  // 2^64 - 1
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(huge)), "body"); }, ErrorCode::kBadAudio, "'body'",
+               "truncated");
+}
+
+// Pipes and devices have no size and no random access: their bytes are read first.
+TEST_F(AudioFileTest, ReadsAWavFromAPipe) {
+  const auto wav = read_bytes(kSampleWav);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    std::size_t done = 0;
+    while (done < wav.size()) {
+      const ssize_t n = ::write(fds[1], wav.data() + done, wav.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(fds[1]);
+  });
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(fds[0]);
+  const Audio from_pipe = read_audio_file(pipe_path);
+  writer.join();
+  ::close(fds[0]);
+  EXPECT_EQ(from_pipe.samples, read_audio_file(kSampleWav).samples);
+  EXPECT_EQ(from_pipe.source, pipe_path);
 }
 
 TEST_F(AudioFileTest, RawS16leNeedsARateAndRoundTrips) {
