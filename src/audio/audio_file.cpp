@@ -20,6 +20,7 @@
 #include <system_error>
 #include <utility>
 
+#include "audio/container_format.h"
 #include "audio/riff_wave.h"
 #include "audio/virtual_sndfile.h"
 #include "brisvox/audio/resampler.h"
@@ -258,14 +259,21 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
 
 namespace {
 
-// Decodes an input of `size_bytes` that `read_some` reads (a file or memory). A WAV reaches
-// libsndfile as its canonical header plus its sample bytes (audio/riff_wave.h says why); any other
-// container as it is.
+// Decodes an input of `size_bytes` that `read_some` reads (a file or memory). Only the containers
+// of audio/container_format.h reach libsndfile; a WAV as its canonical header plus its sample
+// bytes (audio/riff_wave.h says why), the others as they are.
 Audio decode_input(const audio::VirtualSndfile::ReadSome& read_some, std::uint64_t size_bytes,
                    const std::string& name) {
   const audio::ReadExactly read_exactly = [&read_some](std::uint64_t offset, void* buffer, std::size_t size) {
     return read_some(offset, buffer, size) == size;
   };
+  const std::optional<audio::Container> container = audio::sniff_container(read_exactly, size_bytes);
+  if (!container) {
+    throw Error(ErrorCode::kUnsupportedAudio,
+                fmt::format("audio file '{}' is not in a recognised format: brisvox reads {} files; for "
+                            "headerless PCM give its encoding and sample rate",
+                            name, audio::kSupportedContainers));
+  }
   const std::optional<audio::WavLayout> wav = audio::scan_riff_wave(read_exactly, size_bytes, name);
   std::unique_ptr<audio::VirtualSndfile> input;
   if (wav) {

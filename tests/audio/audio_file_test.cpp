@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "brisvox/error.h"
@@ -450,6 +451,57 @@ TEST_F(AudioFileTest, Rf64IsReadThroughItsDs64Sizes) {
   std::memset(huge.data() + 28, 0xFF, 8);  // 2^64 - 1
   expect_error([&] { read_audio_memory(std::as_bytes(std::span(huge)), "body"); }, ErrorCode::kBadAudio, "'body'",
                "truncated");
+}
+
+// --- Containers (audio/container_format.h): only common ones reach libsndfile ------------------
+
+TEST_F(AudioFileTest, AiffAuAndMp3ReadLikeWav) {
+  const auto shorts = sine_shorts(3200, 440.0, 16000, 0.5);
+  ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  const Audio wav = read_audio_file(path("plain.wav"));
+  ASSERT_TRUE(write_shorts(path("a.aiff"), SF_FORMAT_AIFF | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  EXPECT_EQ(read_audio_file(path("a.aiff")).samples, wav.samples);
+  ASSERT_TRUE(write_shorts(path("a.au"), SF_FORMAT_AU | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  EXPECT_EQ(read_audio_file(path("a.au")).samples, wav.samples);
+  // MP3 is lossy: the tone comes back, not the samples.
+  if (write_shorts(path("a.mp3"), SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 16000, 1, shorts)) {
+    const Audio mp3 = read_audio_file(path("a.mp3"));
+    EXPECT_EQ(mp3.sample_rate_hz, 16000);
+    EXPECT_GT(mp3.samples.size(), 3000u);
+  }
+}
+
+TEST_F(AudioFileTest, RareContainersAreRefusedBeforeLibsndfileReadsThem) {
+  const auto shorts = sine_shorts(800, 440.0, 16000, 0.5);
+  for (const auto& [name, format] : std::vector<std::pair<std::string, int>>{
+           {"a.w64", SF_FORMAT_W64}, {"a.caf", SF_FORMAT_CAF}, {"a.voc", SF_FORMAT_VOC},
+           {"a.sf", SF_FORMAT_IRCAM}, {"a.nist", SF_FORMAT_NIST}, {"a.mat", SF_FORMAT_MAT5}}) {
+    if (!write_shorts(path(name), format | SF_FORMAT_PCM_16, 16000, 1, shorts)) continue;
+    expect_error([&] { read_audio_file(path(name)); }, ErrorCode::kUnsupportedAudio, path(name),
+                 "not in a recognised format: brisvox reads WAV, RF64, FLAC, Ogg");
+  }
+  // A big-endian WAV (RIFX) is not walked by riff_wave.h, so it is not opened either.
+  ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  auto rifx = read_bytes(path("plain.wav"));
+  std::memcpy(rifx.data(), "RIFX", 4);
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(rifx)), "body"); }, ErrorCode::kUnsupportedAudio,
+               "'body'", "not in a recognised format");
+}
+
+// libsndfile skips an ID3v2 tag and looks again; only MP3 and FLAC may follow one.
+TEST_F(AudioFileTest, AnId3TagMayOnlyPrecedeFlacOrMp3) {
+  const auto shorts = sine_shorts(1600, 440.0, 16000, 0.5);
+  std::string tag = std::string("ID3\x04\x00\x00", 6) + std::string("\x00\x00\x00\x0a", 4) + std::string(10, '\0');
+  ASSERT_TRUE(write_shorts(path("a.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  const auto flac = read_bytes(path("a.flac"));
+  const std::string tagged_flac = tag + std::string(flac.begin(), flac.end());
+  EXPECT_EQ(read_audio_memory(std::as_bytes(std::span(tagged_flac)), "body").samples,
+            read_audio_file(path("a.flac")).samples);
+  ASSERT_TRUE(write_shorts(path("a.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, shorts));
+  const auto wav = read_bytes(path("a.wav"));
+  const std::string tagged_wav = tag + std::string(wav.begin(), wav.end());
+  expect_error([&] { read_audio_memory(std::as_bytes(std::span(tagged_wav)), "body"); },
+               ErrorCode::kUnsupportedAudio, "'body'", "not in a recognised format");
 }
 
 // Pipes and devices have no size and no random access: their bytes are read first.
