@@ -172,7 +172,10 @@ def abort_tcp(ws):
     """An abrupt end: SO_LINGER 0 makes the close send a TCP RST, as a crashed client would."""
     sock = ws.transport.get_extra_info("socket")
     if sock is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass  # the connection has just ended (EBADF: its socket is closed): nothing to abort
     ws.transport.abort()
 
 
