@@ -66,6 +66,19 @@ def aiff(samples, rate):
     return b"FORM" + struct.pack(">I", len(body)) + body
 
 
+def aiff_with_metadata(samples, rate, aifc=False):
+    # AIFF's metadata chunks (NAME, ANNO, MARK, COMT, INST) and AIFC's FVER: the parsers with loops.
+    def ch(tag, body):
+        return tag + struct.pack(">I", len(body)) + body + (b"\0" if len(body) % 2 else b"")
+    rate80 = struct.pack(">HQ", 16383 + rate.bit_length() - 1, rate << (63 - (rate.bit_length() - 1)))
+    comm = struct.pack(">hIh", 1, len(samples), 16) + rate80 + (b"NONE\x0enot compressed\0" if aifc else b"")
+    meta = (ch(b"NAME", b"fuzz") + ch(b"ANNO", b"note") + ch(b"MARK", struct.pack(">HHI", 1, 1, 0) + b"\x01a")
+            + ch(b"COMT", struct.pack(">HIHH", 1, 0, 0, 1) + b"c") + ch(b"INST", bytes(20)))
+    ssnd = struct.pack(">II", 0, 0) + struct.pack(">%dh" % len(samples), *samples)
+    body = (b"AIFC" + ch(b"FVER", struct.pack(">I", 0xA2805140)) if aifc else b"AIFF") + ch(b"COMM", comm) + meta + ch(b"SSND", ssnd)
+    return b"FORM" + struct.pack(">I", len(body)) + body
+
+
 def au(samples, rate):
     data = struct.pack(">%dh" % len(samples), *samples)
     return b".snd" + struct.pack(">IIIII", 24, len(data), 3, rate, 1) + data  # 3: 16-bit linear
@@ -95,6 +108,8 @@ def audio_file_seeds():
     yield "wav_no_samples.wav", wav(1, 1, 8000, 16, b"")
     yield "rf64_s16.wav", rf64(1, 1, 8000, 16, s16)
     yield "aiff_s16.aiff", aiff(s, 8000)
+    yield "aiff_metadata.aiff", aiff_with_metadata(s[:100], 8000)
+    yield "aifc_metadata.aiff", aiff_with_metadata(s[:100], 8000, aifc=True)
     yield "au_s16.au", au(s, 8000)
 
 
