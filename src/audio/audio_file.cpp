@@ -255,15 +255,12 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
   return audio;
 }
 
-}  // namespace
-
-namespace {
-
 // Decodes an input of `size_bytes` that `read_some` reads (a file or memory). Only the containers
 // of audio/container_format.h reach libsndfile; a WAV as its canonical header plus its sample
 // bytes (audio/riff_wave.h says why), the others as they are.
 Audio decode_input(const audio::VirtualSndfile::ReadSome& read_some, std::uint64_t size_bytes,
                    const std::string& name) {
+  if (size_bytes == 0) throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", name));
   const audio::ReadExactly read_exactly = [&read_some](std::uint64_t offset, void* buffer, std::size_t size) {
     return read_some(offset, buffer, size) == size;
   };
@@ -274,21 +271,21 @@ Audio decode_input(const audio::VirtualSndfile::ReadSome& read_some, std::uint64
                             "headerless PCM give its encoding and sample rate",
                             name, audio::kSupportedContainers));
   }
-  const std::optional<audio::WavLayout> wav = audio::scan_riff_wave(read_exactly, size_bytes, name);
-  std::unique_ptr<audio::VirtualSndfile> input;
-  if (wav) {
-    const std::uint64_t data_offset = wav->data_offset;
-    input = std::make_unique<audio::VirtualSndfile>(
-        audio::canonical_wav_header(*wav),
-        [&read_some, data_offset](std::uint64_t offset, void* buffer, std::size_t size) {
-          return read_some(data_offset + offset, buffer, size);
-        },
-        wav->data_bytes);
-  } else {
-    input = std::make_unique<audio::VirtualSndfile>(std::vector<std::byte>{}, read_some, size_bytes);
+  std::optional<audio::WavLayout> wav;
+  std::vector<std::byte> head;
+  audio::VirtualSndfile::ReadSome body = read_some;
+  std::uint64_t body_size = size_bytes;
+  if (*container == audio::Container::kWav || *container == audio::Container::kRf64) {
+    wav = audio::scan_riff_wave(read_exactly, size_bytes, *container == audio::Container::kRf64, name);
+    head = audio::canonical_wav_header(*wav);
+    body = [&read_some, data_offset = wav->data_offset](std::uint64_t offset, void* buffer, std::size_t size) {
+      return read_some(data_offset + offset, buffer, size);
+    };
+    body_size = wav->data_bytes;
   }
+  audio::VirtualSndfile input(std::move(head), std::move(body), body_size);
   SF_INFO info{};
-  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(input->open(&info));
+  std::unique_ptr<SNDFILE, SndfileCloser> sndfile(input.open(&info));
   if (!sndfile) throw_open_failure(name);
   return decode_opened(sndfile.get(), info, name, size_bytes, wav);
 }
@@ -325,7 +322,6 @@ Audio read_audio_file(const std::string& path) {
   const int fd = file.fd.get();
   if (!file.regular) {
     const std::vector<std::byte> bytes = read_stream(fd, path);
-    if (bytes.empty()) throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", path));
     return decode_input(memory_reader(bytes), bytes.size(), path);
   }
   // Up to `size` bytes at `offset`; a read error ends the input there (libsndfile then reports
@@ -345,9 +341,6 @@ Audio read_audio_file(const std::string& path) {
 }
 
 Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name) {
-  if (bytes.empty()) {
-    throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", name));
-  }
   return decode_input(memory_reader(bytes), bytes.size(), name);
 }
 

@@ -67,21 +67,15 @@ std::uint64_t next_chunk(const ReadExactly& read_at, std::uint64_t end, std::uin
 
 }  // namespace
 
-std::optional<WavLayout> scan_riff_wave(const ReadExactly& read_at, std::uint64_t input_size,
-                                        const std::string& name) {
-  unsigned char header[12];
-  if (input_size < sizeof header || !read_at(0, header, sizeof header)) return std::nullopt;
-  const bool riff = std::memcmp(header, "RIFF", 4) == 0;
-  const bool rf64 = std::memcmp(header, "RF64", 4) == 0;
-  if ((!riff && !rf64) || std::memcmp(header + 8, "WAVE", 4) != 0) return std::nullopt;
-
+WavLayout scan_riff_wave(const ReadExactly& read_at, std::uint64_t input_size, bool rf64,
+                         const std::string& name) {
   const auto corrupt = [&](const std::string& what) {
     return Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is a corrupt WAV file: {}", name, what));
   };
   WavLayout layout;
   layout.rf64 = rf64;
   std::optional<std::uint64_t> rf64_data_bytes;  // from 'ds64'
-  std::uint64_t pos = 12;
+  std::uint64_t pos = 12;  // after 'RIFF' size 'WAVE'
   for (int i = 0; i < kMaxChunks && pos + 8 <= input_size; ++i) {
     unsigned char chunk[8];
     if (!read_at(pos, chunk, sizeof chunk)) break;

@@ -31,11 +31,12 @@ struct WavLayout {
   std::optional<std::uint64_t> declared_data_bytes;
 };
 
-// nullopt if the input is not RIFF/WAVE or RF64/WAVE. Throws Error(kBadAudio) naming `name`, the
-// chunk and its byte offset when a chunk before the sample data runs past the end of the input,
-// or when there is no 'data' chunk.
-std::optional<WavLayout> scan_riff_wave(const ReadExactly& read_at, std::uint64_t input_size,
-                                        const std::string& name);
+// The layout of an input that sniff_container (container_format.h) found to be RIFF/WAVE
+// (`rf64` false) or RF64/WAVE. Throws Error(kBadAudio) naming `name`, the chunk and its byte
+// offset when a chunk before the sample data runs past the end of the input, or when there is no
+// 'data' chunk.
+WavLayout scan_riff_wave(const ReadExactly& read_at, std::uint64_t input_size, bool rf64,
+                         const std::string& name);
 
 // RIFF (RF64) + 'WAVE' + ds64 + fmt + fact + the 'data' chunk header: what goes before the
 // layout's `data_bytes` sample bytes. Every size in it is recomputed from what is really there
