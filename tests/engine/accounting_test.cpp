@@ -25,11 +25,6 @@ EngineConfig one_worker(const std::string& model) {
   return c;
 }
 
-const Audio& sample() {
-  static const Audio audio = load_audio(test::sample_wav());
-  return audio;
-}
-
 // Streams are retired by their worker after close(): their figures are final only then.
 EngineStats stats_once_all_closed(const Engine& engine) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -71,7 +66,7 @@ TEST(InputTally, ResampledSplitsByTheRateRatio) {
 
 TEST(EngineAccounting, FlushedClosedAndResetStreamsAddUp) {
   Engine engine(one_worker(test::bundled_model("silero_vad_v5.onnx")));
-  const auto audio = std::span(sample().samples);
+  const auto audio = std::span(test::sample_audio().samples);
   std::uint64_t accepted = 0;
   {
     // Flushed to the end: every sample analysed, the padded tail's real samples included.
@@ -108,7 +103,7 @@ TEST(EngineAccounting, FailedRunsAreCountedApart) {
   Engine engine(one_worker(test::generated_model("silero_failing.onnx")));
   {
     Stream s = engine.open_stream({});
-    ASSERT_TRUE(test::feed_all(s, std::span(sample().samples).first(5000), 3).ended);
+    ASSERT_TRUE(test::feed_all(s, std::span(test::sample_audio().samples).first(5000), 3).ended);
   }
   const EngineStats st = stats_once_all_closed(engine);
   EXPECT_EQ(st.samples_failed, 5000u);
@@ -121,7 +116,7 @@ TEST(EngineAccounting, CountersOfClosedStreamsDoNotGoDown) {
   StreamConfig sc;
   sc.buffer_ms = 128;
   Stream s = engine.open_stream(sc);
-  const std::size_t accepted = s.push(std::span(sample().samples).first(16000));
+  const std::size_t accepted = s.push(std::span(test::sample_audio().samples).first(16000));
   ASSERT_LT(accepted, 16000u);
   const std::uint64_t rejected = engine.stats().samples_rejected;
   EXPECT_EQ(rejected, 16000u - accepted);

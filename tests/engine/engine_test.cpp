@@ -31,11 +31,6 @@ EngineConfig small_engine(int workers = 2) {
   return c;
 }
 
-const Audio& sample() {
-  static const Audio audio = load_audio(test::sample_wav());
-  return audio;
-}
-
 std::vector<float> offline_probs(std::span<const float> audio, int rate) {
   SileroConfig c;
   c.model_path = bundled_model("silero_vad_v5.onnx");
@@ -49,12 +44,12 @@ TEST(Engine, OneStreamGivesTheOfflineSegmentsAndProbabilities) {
   StreamConfig sc;
   sc.emit_probabilities = true;
   Stream s = engine.open_stream(sc);
-  const auto r = feed_all(s, sample().samples, 1);
+  const auto r = feed_all(s, test::sample_audio().samples, 1);
   ASSERT_TRUE(r.ended);
-  const auto probs = offline_probs(sample().samples, 16000);
+  const auto probs = offline_probs(test::sample_audio().samples, 16000);
   ASSERT_EQ(r.probabilities.size(), probs.size());
   for (std::size_t i = 0; i < probs.size(); ++i) ASSERT_NEAR(r.probabilities[i], probs[i], 1e-5) << i;
-  const auto expected = get_speech_timestamps(probs, static_cast<int64_t>(sample().samples.size()), 16000, {});
+  const auto expected = get_speech_timestamps(probs, static_cast<int64_t>(test::sample_audio().samples.size()), 16000, {});
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(r.segments_s, to_seconds(expected, 16000));
   // Starts come before their ends, alternating.
@@ -74,7 +69,7 @@ TEST(Engine, ManyConcurrentStreamsAreEachExact) {
   EngineConfig config = small_engine(2);
   Engine engine(config);
   constexpr int kStreams = 24;
-  const auto& audio = sample().samples;
+  const auto& audio = test::sample_audio().samples;
   // Stream i reads a different 8-second window so that batches mix different audio.
   std::vector<std::vector<float>> inputs;
   for (int i = 0; i < kStreams; ++i) {
@@ -135,7 +130,7 @@ TEST(Engine, EightKilohertzStreamsRunNatively) {
 
 TEST(Engine, OtherRatesAreResampledLikeTheOfflinePath) {
   Engine engine(small_engine(1));
-  const std::vector<float> at48k = resample(sample().samples, 16000, 48000);
+  const std::vector<float> at48k = resample(test::sample_audio().samples, 16000, 48000);
   StreamConfig sc;
   sc.sample_rate_hz = 48000;
   sc.emit_probabilities = true;
@@ -156,7 +151,7 @@ TEST(Engine, OtherRatesAreResampledLikeTheOfflinePath) {
 TEST(Engine, FlushEndsOpenSpeechWithAFinalSpeechEnd) {
   Engine engine(small_engine(1));
   // Cut the recording in the middle of its first segment.
-  const std::vector<float> cut(sample().samples.begin(), sample().samples.begin() + 16000 * 3);
+  const std::vector<float> cut(test::sample_audio().samples.begin(), test::sample_audio().samples.begin() + 16000 * 3);
   Stream s = engine.open_stream({});
   const auto r = feed_all(s, cut, 3);
   ASSERT_TRUE(r.ended);
@@ -195,7 +190,7 @@ TEST(Engine, AFullStreamRefusesSamplesAndReportsAnOverload) {
   sc.buffer_ms = 128;
   Stream s = engine.open_stream(sc);
   // Ten seconds at once: far more than 128 ms of buffer.
-  const std::size_t accepted = s.push(std::span(sample().samples).first(160000));
+  const std::size_t accepted = s.push(std::span(test::sample_audio().samples).first(160000));
   EXPECT_LE(accepted, 2048u + 512u);
   EXPECT_GT(accepted, 0u);
   test::StreamResult r;
@@ -279,7 +274,7 @@ TEST(Engine, WorkersAreTheOnlyThreadsItAdds) {
   {
     Engine warm_up(small_engine(1));
     Stream s = warm_up.open_stream({});
-    feed_all(s, std::span(sample().samples).first(16000), 1);
+    feed_all(s, std::span(test::sample_audio().samples).first(16000), 1);
   }
   const int before = settled_thread_count();
   {
@@ -287,7 +282,7 @@ TEST(Engine, WorkersAreTheOnlyThreadsItAdds) {
     Engine engine(small_engine(2));
     EXPECT_EQ(process_thread_count(), before + 2 + 1);
     Stream s = engine.open_stream({});
-    feed_all(s, std::span(sample().samples).first(64000), 1);
+    feed_all(s, std::span(test::sample_audio().samples).first(64000), 1);
     EXPECT_EQ(process_thread_count(), before + 2 + 1) << "ONNX Runtime added threads while running";
   }
   EXPECT_EQ(settled_thread_count(), before);
@@ -302,7 +297,7 @@ TEST(Engine, WorkersAreTheOnlyThreadsItAdds) {
 TEST(Engine, DrainFlushesOpenStreams) {
   Engine engine(small_engine(1));
   Stream s = engine.open_stream({});
-  const std::vector<float> cut(sample().samples.begin(), sample().samples.begin() + 16000 * 3);
+  const std::vector<float> cut(test::sample_audio().samples.begin(), test::sample_audio().samples.begin() + 16000 * 3);
   std::size_t done = 0;
   while (done < cut.size()) {
     done += s.push(std::span(cut).subspan(done, std::min(cut.size() - done, s.writable())));
@@ -322,7 +317,7 @@ TEST(Engine, ARunErrorBecomesErrorEventsAndTheWorkerSurvives) {
   config.vad_model = test::generated_model("silero_failing.onnx");
   Engine engine(config);
   Stream s = engine.open_stream({});
-  const auto r = feed_all(s, std::span(sample().samples).first(5120), 1);
+  const auto r = feed_all(s, std::span(test::sample_audio().samples).first(5120), 1);
   ASSERT_TRUE(r.ended) << "the stream still completes";
   int errors = 0;
   for (const Event& e : r.events) errors += e.type == EventType::kError;
@@ -331,7 +326,7 @@ TEST(Engine, ARunErrorBecomesErrorEventsAndTheWorkerSurvives) {
   EXPECT_EQ(engine.stats().run_errors, 10u);
   // The worker still serves new streams.
   Stream t = engine.open_stream({});
-  EXPECT_TRUE(feed_all(t, std::span(sample().samples).first(1024), 2).ended);
+  EXPECT_TRUE(feed_all(t, std::span(test::sample_audio().samples).first(1024), 2).ended);
 }
 
 }  // namespace

@@ -6,10 +6,18 @@
 #include <span>
 #include <vector>
 
+#include "brisvox/audio/audio_file.h"
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/speech_segment.h"
+#include "test_paths.h"
 
 namespace brisvox::test {
+
+// The bundled speech sample (third_party/audio/sample.wav), loaded once per test binary.
+inline const Audio& sample_audio() {
+  static const Audio audio = load_audio(sample_wav());
+  return audio;
+}
 
 struct StreamResult {
   std::vector<Event> events;

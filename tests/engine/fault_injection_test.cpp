@@ -26,13 +26,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kFrame = 512;  // 16 kHz model frame
 
-const Audio& sample() {
-  static const Audio audio = load_audio(test::sample_wav());
-  return audio;
-}
-
 std::vector<float> cut(std::size_t offset, std::size_t num_samples) {
-  const auto& s = sample().samples;
+  const auto& s = test::sample_audio().samples;
   return {s.begin() + static_cast<std::ptrdiff_t>(offset), s.begin() + static_cast<std::ptrdiff_t>(offset + num_samples)};
 }
 
