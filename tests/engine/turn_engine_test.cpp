@@ -88,10 +88,12 @@ TEST(EngineTurns, VerdictsAndTurnsMatchAnOfflineRunOfTheSameModel) {
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const TurnAction& x = expected[i];
     EXPECT_EQ(turns[i].type, x.kind == TurnAction::Kind::kTurnEnd ? EventType::kTurnEnd : EventType::kTurnIncomplete) << i;
-    EXPECT_DOUBLE_EQ(turns[i].start_s, x.start_sample / 16000.0) << i;
-    EXPECT_DOUBLE_EQ(turns[i].end_s, x.end_sample / 16000.0) << i;
+    EXPECT_DOUBLE_EQ(turns[i].start_s, static_cast<double>(x.start_sample) / 16000.0) << i;
+    EXPECT_DOUBLE_EQ(turns[i].end_s, static_cast<double>(x.end_sample) / 16000.0) << i;
     EXPECT_NEAR(turns[i].probability, x.probability, 1e-5) << i;
-    if (x.kind == TurnAction::Kind::kTurnEnd) EXPECT_EQ(turns[i].turn_reason, x.reason) << i;
+    if (x.kind == TurnAction::Kind::kTurnEnd) {
+      EXPECT_EQ(turns[i].turn_reason, x.reason) << i;
+    }
   }
   const EngineStats st = engine.stats();
   EXPECT_GE(st.turn_analyses, expected.size() - 1);
