@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-time set-up of a Debian 12 machine for building and testing brisvox.
 #
-#   scripts/setup.sh            apt packages + ONNX Runtime + Silero models + test audio
+#   scripts/setup.sh            apt packages + ONNX Runtime + Silero models + test audio + .venv
 #   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
 #
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
@@ -30,7 +30,7 @@ apt_packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsndfile1-dev libsoxr-dev libkissfft-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets
+  nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets python3-venv
   pocketsphinx-testdata asterisk-core-sounds-en-wav
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
 )
@@ -164,6 +164,27 @@ if [[ ! -s $audio/sample.wav && -d $lv ]]; then
   verify "$audio/sample.wav" sample.wav
   log "sample recording: $audio/sample.wav"
 fi
+# --- the project's Python venv (.venv/), for tests and reference implementations only ----------
+# Made from Debian's python3 and the pinned, hash-checked scripts/requirements-test.txt (pip's
+# --require-hashes mode: every package, dependencies included, must be listed with its sha256).
+# Rebuilt when that file changes (its sha256 is kept in .venv/requirements.sha256). Nothing in it
+# is linked into brisvox or shipped with it.
+venv="$root/.venv"
+reqs="$root/scripts/requirements-test.txt"
+if grep -qvE '^\s*(#|$)' "$reqs"; then
+  want_reqs="$(sha256sum "$reqs" | cut -d' ' -f1)"
+  if [[ -x $venv/bin/python && "$(cat "$venv/requirements.sha256" 2>/dev/null)" == "$want_reqs" ]]; then
+    log "venv present"
+  else
+    log "making $venv from $(basename "$reqs")"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --no-input --require-hashes --only-binary :all: -r "$reqs"
+    echo "$want_reqs" > "$venv/requirements.sha256"
+    log "venv ready"
+  fi
+fi
+
 # Headless Chromium and playwright-core for the demo page's browser test.
 browser_flags=()
 [[ $do_apt == 1 ]] || browser_flags=(--no-apt)
