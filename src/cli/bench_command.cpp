@@ -25,8 +25,8 @@
 #include "brisvox/error.h"
 #include "brisvox/models/model_paths.h"
 #include "brisvox/runtime/runtime_info.h"
-#include "cli/bench_runner.h"
-#include "cli/bench_turn.h"
+#include "bench/bench_runner.h"
+#include "bench/bench_turn.h"
 #include "cli/commands.h"
 
 namespace brisvox::cli {

@@ -15,13 +15,13 @@
 #include "brisvox/error.h"
 #include "brisvox/runtime/runtime_info.h"
 #include "cli/commands.h"
-#include "cli/loadtest_runner.h"
-#include "cli/loadtest_support.h"
+#include "loadtest/loadtest_runner.h"
+#include "loadtest/loadtest_support.h"
 
 namespace brisvox::cli {
 namespace {
 
-using namespace loadtest;
+using namespace brisvox::loadtest;
 using Json = nlohmann::ordered_json;
 
 struct LoadtestOptions {

@@ -12,7 +12,7 @@
 #include "engine/run_watchdog.h"
 #include "engine/turn_pool.h"
 #include "engine/worker.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "engine/stream_slot.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox::engine {
 

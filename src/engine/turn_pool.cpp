@@ -5,7 +5,7 @@
 #include "brisvox/error.h"
 #include "engine/stream_slot.h"
 #include "engine/worker.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox::engine {
 

@@ -8,7 +8,7 @@
 #include "brisvox/error.h"
 #include "engine/input_tally.h"
 #include "engine/turn_pool.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox::engine {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "brisvox/error.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "brisvox/error.h"
 #include "brisvox/runtime/runtime_info.h"
-#include "log.h"
+#include "base/log.h"
 #include "runtime/onnx_header.h"
 #include "runtime/ort_env.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "brisvox/error.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox::runtime {
 namespace {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "brisvox/runtime/runtime_info.h"
-#include "log.h"
+#include "base/log.h"
 
 namespace brisvox::runtime {
 namespace {

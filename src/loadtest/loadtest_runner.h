@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/loadtest_support.h"
+#include "loadtest/loadtest_support.h"
 
-namespace brisvox::cli::loadtest {
+namespace brisvox::loadtest {
 
 inline constexpr int kRateHz = 16000;
 inline constexpr int kFrameSamples = 512;  // one model frame at 16 kHz (32 ms)
@@ -89,4 +89,4 @@ struct LoadResult {
 // Runs the test; returns when every stream has ended (or been aborted).
 LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio);
 
-}  // namespace brisvox::cli::loadtest
+}  // namespace brisvox::loadtest

@@ -6,10 +6,10 @@
 #include <span>
 #include <string>
 
-namespace brisvox::cli::bench {
+namespace brisvox::bench {
 
 // Runs `runs` analyses of 8 s turns cut from `audio` (16 kHz) per thread count. Returns
 // {"threads": {"1": {"p50_ms", "p99_ms", "features_p50_ms", "model_p50_ms"}, ...}}.
 nlohmann::ordered_json run_turn_phase(const std::string& turn_model, std::span<const float> audio, int runs);
 
-}  // namespace brisvox::cli::bench
+}  // namespace brisvox::bench

@@ -1,4 +1,4 @@
-#include "cli/loadtest_support.h"
+#include "loadtest/loadtest_support.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -26,7 +26,7 @@
 
 #include "brisvox/error.h"
 
-namespace brisvox::cli::loadtest {
+namespace brisvox::loadtest {
 namespace {
 
 namespace asio = boost::asio;
@@ -369,4 +369,4 @@ void raise_fd_limit() {
   }
 }
 
-}  // namespace brisvox::cli::loadtest
+}  // namespace brisvox::loadtest

@@ -12,9 +12,9 @@
 #include "brisvox/audio/resampler.h"
 #include "brisvox/error.h"
 #include "brisvox/runtime/runtime_info.h"
-#include "cli/bench_runner.h"
+#include "bench/bench_runner.h"
 
-namespace brisvox::cli::bench {
+namespace brisvox::bench {
 namespace {
 
 constexpr double kGrowth = 1.02;
@@ -141,4 +141,4 @@ long resident_bytes() {
   return process_rss_bytes();
 }
 
-}  // namespace brisvox::cli::bench
+}  // namespace brisvox::bench

@@ -16,7 +16,7 @@
 
 #include "brisvox/engine/engine.h"
 
-namespace brisvox::cli::bench {
+namespace brisvox::bench {
 
 // 16 kHz audio looped for any number of streams: `samples` holds the recording followed by its
 // first kTailSamples again, so that any read of up to kTailSamples from a position below
@@ -162,4 +162,4 @@ double process_cpu_s();
 // instead of ~20.
 long resident_bytes();
 
-}  // namespace brisvox::cli::bench
+}  // namespace brisvox::bench

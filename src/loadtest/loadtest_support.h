@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace brisvox::cli::loadtest {
+namespace brisvox::loadtest {
 
 // A ws:// URL whose host is a loopback address. Policy: the load test never sends traffic off
 // this machine.
@@ -88,4 +88,4 @@ double load_average_1m();
 // Raises the soft limit of open files to the hard one (each stream is a socket).
 void raise_fd_limit();
 
-}  // namespace brisvox::cli::loadtest
+}  // namespace brisvox::loadtest

@@ -1,4 +1,4 @@
-#include "cli/loadtest_runner.h"
+#include "loadtest/loadtest_runner.h"
 
 #include <fmt/format.h>
 
@@ -24,7 +24,7 @@
 #include "brisvox/audio/resampler.h"
 #include "brisvox/error.h"
 
-namespace brisvox::cli::loadtest {
+namespace brisvox::loadtest {
 namespace {
 
 namespace asio = boost::asio;
@@ -459,4 +459,4 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
   return r;
 }
 
-}  // namespace brisvox::cli::loadtest
+}  // namespace brisvox::loadtest

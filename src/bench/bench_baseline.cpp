@@ -17,9 +17,9 @@
 #include "brisvox/models/vad/silero_vad.h"
 #include "brisvox/models/vad/streaming_segmenter.h"
 #include "brisvox/runtime/runtime_info.h"
-#include "cli/bench_runner.h"
+#include "bench/bench_runner.h"
 
-namespace brisvox::cli::bench {
+namespace brisvox::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -149,4 +149,4 @@ BaselineResult run_baseline(const BaselineSpec& spec, const LoopedAudio& audio) 
   return result;
 }
 
-}  // namespace brisvox::cli::bench
+}  // namespace brisvox::bench

@@ -12,9 +12,9 @@
 
 #include "brisvox/error.h"
 #include "brisvox/runtime/runtime_info.h"
-#include "cli/bench_runner.h"
+#include "bench/bench_runner.h"
 
-namespace brisvox::cli::bench {
+namespace brisvox::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -345,4 +345,4 @@ EnginePhaseResult run_engine_phase(const EnginePhaseSpec& spec, const LoopedAudi
   return result;
 }
 
-}  // namespace brisvox::cli::bench
+}  // namespace brisvox::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_turn.h"
+#include "bench/bench_turn.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include "brisvox/models/turn/smart_turn.h"
 #include "brisvox/models/turn/turn_features.h"
 
-namespace brisvox::cli::bench {
+namespace brisvox::bench {
 namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -59,4 +59,4 @@ nlohmann::ordered_json run_turn_phase(const std::string& turn_model, std::span<c
   return out;
 }
 
-}  // namespace brisvox::cli::bench
+}  // namespace brisvox::bench

@@ -1,0 +1,1 @@
+#include "server/server.h"  // engine is below server: must not compile

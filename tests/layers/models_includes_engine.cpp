@@ -1,0 +1,1 @@
+#include "brisvox/engine/engine.h"  // models is below engine: must not compile
