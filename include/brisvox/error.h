@@ -6,13 +6,14 @@
 // is stable and machine-readable (the server sends it in error events); the message is for people.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace brisvox {
 
-enum class ErrorCode {
+enum class ErrorCode : std::uint8_t {
   kInvalidArgument,      // a parameter or option is out of range or malformed
   kIo,                   // a file could not be opened, read or written
   kBadAudio,             // audio data is empty, truncated, corrupt or holds NaN/Inf samples

@@ -143,7 +143,7 @@ BaselineResult run_baseline(const BaselineSpec& spec, const LoopedAudio& audio) 
   result.streams_per_core = result.frames_per_s / kFramesPerStreamSecond / static_cast<double>(num_threads);
   LatencyHistogram merged;
   for (const auto& h : run_times) merged.merge(h);
-  result.run = Quantiles::of(merged);
+  result.run = merged;
   result.process_cpu_cores = (cpu1 - cpu0) / result.measured_s;
   result.other_cpu_cores = std::max(0.0, (machine1 - machine0) / result.measured_s - result.process_cpu_cores);
   return result;

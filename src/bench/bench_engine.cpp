@@ -227,7 +227,8 @@ EnginePhaseResult run_engine_phase(const EnginePhaseSpec& spec, const LoopedAudi
   // 200 streams gave 30 KiB per stream against 21).
   std::size_t first_part = spec.measure_rss && num_streams >= 2 ? num_streams / 2 : num_streams;
   if (first_part < num_streams && !spec.realtime) {
-    const std::size_t full = static_cast<std::size_t>(config.max_batch) * static_cast<std::size_t>(result.num_workers);
+    const std::size_t full = static_cast<std::size_t>(engine.config().models.at(0).max_batch) *
+                             static_cast<std::size_t>(result.num_workers);
     first_part = std::max(first_part, std::min(full, num_streams - num_streams / 4));
   }
   for (std::size_t i = 0; i < num_streams; ++i) {
@@ -311,32 +312,35 @@ EnginePhaseResult run_engine_phase(const EnginePhaseSpec& spec, const LoopedAudi
   feeder.stop();
 
   const double wall_s = std::chrono::duration<double>(s1.at - s0.at).count();
+  // The engine's one model (the bench's config has only the VAD).
   const EngineStats& a = s0.stats;
   const EngineStats& b = s1.stats;
+  const ModelStats& va = a.models.at(0);
+  const ModelStats& vb = b.models.at(0);
   result.measured_s = wall_s;
   result.frames_fed = s1.frames_fed - s0.frames_fed;
-  result.frames_processed = b.frames_processed - a.frames_processed;
+  result.frames_processed = vb.items - va.items;
   result.frames_per_s = static_cast<double>(result.frames_processed) / wall_s;
   result.streams_per_core = result.frames_per_s / kFramesPerStreamSecond / result.num_workers;
-  result.batches = b.batches - a.batches;
+  result.batches = vb.runs - va.runs;
   result.mean_batch = result.batches ? static_cast<double>(result.frames_processed) / static_cast<double>(result.batches) : 0.0;
-  result.batch_size_counts.resize(b.batch_size_counts.size());
-  for (std::size_t i = 0; i < b.batch_size_counts.size(); ++i) {
-    result.batch_size_counts[i] = b.batch_size_counts[i] - (i < a.batch_size_counts.size() ? a.batch_size_counts[i] : 0);
+  result.batch_size_counts.resize(vb.batch_size_counts.size());
+  for (std::size_t i = 0; i < vb.batch_size_counts.size(); ++i) {
+    result.batch_size_counts[i] = vb.batch_size_counts[i] - (i < va.batch_size_counts.size() ? va.batch_size_counts[i] : 0);
   }
-  const double inference_us = b.inference.sum_us - a.inference.sum_us;
+  const double inference_us = vb.inference.sum_us() - va.inference.sum_us();
   result.inference_us_per_batch = result.batches ? inference_us / static_cast<double>(result.batches) : 0.0;
   result.inference_us_per_frame =
       result.frames_processed ? inference_us / static_cast<double>(result.frames_processed) : 0.0;
-  result.added_latency = Quantiles::of(recorder.histogram);
-  result.added_latency_engine = Quantiles::of(b.added_latency);
-  result.queue_delay_engine = Quantiles::of(b.queue_delay);
-  result.inference_engine = Quantiles::of(b.inference);
-  result.backlog_frames_end = s1.frames_fed > b.frames_processed ? s1.frames_fed - b.frames_processed : 0;
+  result.added_latency = recorder.histogram;
+  result.added_latency_engine = vb.latency;
+  result.queue_delay_engine = vb.queue_delay;
+  result.inference_engine = vb.inference;
+  result.backlog_frames_end = s1.frames_fed > vb.items ? s1.frames_fed - vb.items : 0;
   result.samples_rejected = b.samples_rejected - a.samples_rejected;
   result.overload_events = b.overload_events - a.overload_events;
   result.events_dropped = b.events_dropped - a.events_dropped;
-  result.run_errors = b.run_errors - a.run_errors;
+  result.run_errors = vb.run_errors - va.run_errors;
   result.kept_up = result.samples_rejected == 0 && result.backlog_frames_end <= num_streams;
   result.process_cpu_cores = (s1.process_cpu_s - s0.process_cpu_s) / wall_s;
   result.feeder_cpu_cores = (s1.feeder_cpu_s - s0.feeder_cpu_s) / wall_s;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "brisvox/engine/engine.h"
+#include "brisvox/engine/latency_histogram.h"
 
 namespace brisvox::bench {
 
@@ -32,34 +33,6 @@ struct LoopedAudio {
   static LoopedAudio load(const std::string& path);
   // Where stream `index` of `count` starts: spread evenly over the recording.
   std::size_t offset_for(std::size_t index, std::size_t count) const noexcept;
-};
-
-// A lock-free latency histogram, finer than the engine's (2 % buckets, 1 us to ~400 s), filled
-// from several threads at once with relaxed increments.
-class LatencyHistogram {
- public:
-  static constexpr std::size_t kNumBuckets = 1000;
-  void record(double value_us) noexcept;
-  void merge(const LatencyHistogram& other) noexcept;
-  std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
-  double mean_us() const noexcept;
-  double max_us() const noexcept;
-  // Interpolated within the bucket, at most max_us(); 0 when empty.
-  double quantile_us(double q) const noexcept;
-
- private:
-  std::array<std::atomic<std::uint64_t>, kNumBuckets> counts_{};
-  std::atomic<std::uint64_t> count_{0};
-  std::atomic<std::uint64_t> sum_ns_{0};
-  std::atomic<std::uint64_t> max_ns_{0};
-};
-
-// A latency distribution as reported, in microseconds.
-struct Quantiles {
-  std::uint64_t count = 0;
-  double mean_us = 0, p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
-  static Quantiles of(const LatencyHistogram& histogram);
-  static Quantiles of(const EngineStats::Distribution& distribution);
 };
 
 struct EnginePhaseSpec {
@@ -95,11 +68,11 @@ struct EnginePhaseResult {
   // Frame complete (its last sample pushed) -> its events available, frames pushed in the window
   // only. Recorded in on_events, which the worker calls right where it records
   // EngineStats::added_latency: the same interval, without the warm-up.
-  Quantiles added_latency;
+  LatencyHistogram added_latency;
   // From EngineStats (cumulative since the engine started: includes the warm-up).
-  Quantiles added_latency_engine;
-  Quantiles queue_delay_engine;
-  Quantiles inference_engine;
+  LatencyHistogram added_latency_engine;
+  LatencyHistogram queue_delay_engine;
+  LatencyHistogram inference_engine;
   // Realtime: frames pushed but not yet processed, at the end of the window and at worst
   // (sampled every 10 ms).
   std::uint64_t backlog_frames_end = 0;
@@ -141,7 +114,7 @@ struct BaselineResult {
   std::uint64_t frames = 0;
   double frames_per_s = 0;
   double streams_per_core = 0;  // frames_per_s / 31.25 / threads
-  Quantiles run;                 // one Run at batch 1, in the window
+  LatencyHistogram run;          // one Run at batch 1, in the window
   double process_cpu_cores = 0;
   double other_cpu_cores = 0;
   std::optional<double> rss_per_stream_kib;  // RSS slope per session, as for the engine

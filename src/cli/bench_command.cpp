@@ -35,15 +35,14 @@ namespace {
 using Json = nlohmann::ordered_json;
 using bench::BaselineResult;
 using bench::EnginePhaseResult;
-using bench::Quantiles;
 
 struct BenchOptions {
   int num_streams = 200;
   double seconds = 10.0;
   double warmup_s = 1.0;
   int num_workers = 0;  // 0: one per core
-  int max_batch = EngineConfig{}.max_batch;
-  int gather_wait_us = EngineConfig{}.max_gather_wait_us;
+  int max_batch = ModelSpec::family_defaults(ModelFamily::kSileroVad).max_batch;
+  int gather_wait_us = ModelSpec::family_defaults(ModelFamily::kSileroVad).max_gather_wait_us;
   std::string model = "v5";
   std::string wav;
   bool realtime = false;
@@ -109,14 +108,14 @@ void check(bool ok, const std::string& message) {
 
 double ms(double us) { return us / 1000.0; }
 
-Json quantiles_ms(const Quantiles& q) {
-  return {{"count", q.count}, {"mean", ms(q.mean_us)}, {"p50", ms(q.p50_us)}, {"p90", ms(q.p90_us)},
-          {"p99", ms(q.p99_us)}, {"p999", ms(q.p999_us)}, {"max", ms(q.max_us)}};
+Json quantiles_ms(const LatencyHistogram& q) {
+  return {{"count", q.count()}, {"mean", ms(q.mean_us())}, {"p50", ms(q.p50_us())}, {"p90", ms(q.p90_us())},
+          {"p99", ms(q.p99_us())}, {"p999", ms(q.p999_us())}, {"max", ms(q.max_us())}};
 }
 
-Json quantiles_us(const Quantiles& q) {
-  return {{"count", q.count}, {"mean", q.mean_us}, {"p50", q.p50_us}, {"p90", q.p90_us},
-          {"p99", q.p99_us}, {"p999", q.p999_us}, {"max", q.max_us}};
+Json quantiles_us(const LatencyHistogram& q) {
+  return {{"count", q.count()}, {"mean", q.mean_us()}, {"p50", q.p50_us()}, {"p90", q.p90_us()},
+          {"p99", q.p99_us()}, {"p999", q.p999_us()}, {"max", q.max_us()}};
 }
 
 Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
@@ -192,10 +191,10 @@ void print_engine_phase(const char* title, const EnginePhaseResult& r) {
     fmt::print("  kept up             {:>10}   backlog {} frames at the end, {} at worst; {} samples refused\n",
                r.kept_up ? "yes" : "NO", r.backlog_frames_end, r.backlog_frames_max, r.samples_rejected);
     fmt::print("  added latency ms    p50 {:.2f}  p90 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}\n",
-               ms(r.added_latency.p50_us), ms(r.added_latency.p90_us), ms(r.added_latency.p99_us),
-               ms(r.added_latency.p999_us), ms(r.added_latency.max_us));
+               ms(r.added_latency.p50_us()), ms(r.added_latency.p90_us()), ms(r.added_latency.p99_us()),
+               ms(r.added_latency.p999_us()), ms(r.added_latency.max_us()));
     fmt::print("  queue delay ms      p50 {:.2f}  p99 {:.2f}   (since engine start)\n",
-               ms(r.queue_delay_engine.p50_us), ms(r.queue_delay_engine.p99_us));
+               ms(r.queue_delay_engine.p50_us()), ms(r.queue_delay_engine.p99_us()));
   }
   fmt::print("  mean batch          {:>10.1f}   one Run {:.0f} us, {:.1f} us per frame\n", r.mean_batch,
              r.inference_us_per_batch, r.inference_us_per_frame);
@@ -213,10 +212,11 @@ int run_bench(const BenchOptions& o) {
   const int cores = available_cores();
   const int workers = o.num_workers > 0 ? o.num_workers : cores;
   EngineConfig engine;
-  engine.vad_model = resolve_vad_model(o.model);
-  engine.num_workers = workers;
-  engine.max_batch = o.max_batch;
-  engine.max_gather_wait_us = o.gather_wait_us;
+  ModelSpec& vad = engine.models.at(0);
+  vad.path = resolve_vad_model(o.model);
+  vad.num_workers = workers;
+  vad.max_batch = o.max_batch;
+  vad.max_gather_wait_us = o.gather_wait_us;
   engine.validate();
   const bench::LoopedAudio audio = bench::LoopedAudio::load(o.wav.empty() ? default_wav() : o.wav);
   const bool latency_phase = !o.realtime && !o.skip_latency;
@@ -276,7 +276,7 @@ int run_bench(const BenchOptions& o) {
     progress(fmt::format("baseline: {} sessions on {} threads, fast, {} + {} s", o.baseline_streams, workers,
                          o.warmup_s, o.seconds));
     bench::BaselineSpec spec;
-    spec.model_path = engine.vad_model;
+    spec.model_path = vad.path;
     spec.num_streams = o.baseline_streams;
     spec.num_threads = workers;
     spec.warmup_s = o.warmup_s;
@@ -303,15 +303,15 @@ int run_bench(const BenchOptions& o) {
   report["streams_per_core"] = optional_number(streams_per_core);
   report["baseline_streams_per_core"] = optional_number(baseline_per_core);
   report["speedup_vs_baseline"] = optional_number(speedup);
-  report["p50_added_latency_ms"] = paced ? Json(ms(paced->added_latency.p50_us)) : Json(nullptr);
-  report["p99_added_latency_ms"] = paced ? Json(ms(paced->added_latency.p99_us)) : Json(nullptr);
-  report["p999_added_latency_ms"] = paced ? Json(ms(paced->added_latency.p999_us)) : Json(nullptr);
+  report["p50_added_latency_ms"] = paced ? Json(ms(paced->added_latency.p50_us())) : Json(nullptr);
+  report["p99_added_latency_ms"] = paced ? Json(ms(paced->added_latency.p99_us())) : Json(nullptr);
+  report["p999_added_latency_ms"] = paced ? Json(ms(paced->added_latency.p999_us())) : Json(nullptr);
   report["latency_streams"] = paced ? Json(paced->num_streams) : Json(nullptr);
   report["latency_kept_up"] = paced ? Json(paced->kept_up) : Json(nullptr);
   report["rss_per_stream_kib"] = first_engine ? optional_number(first_engine->rss_per_stream_kib) : Json(nullptr);
   report["baseline_rss_per_stream_kib"] = baseline ? optional_number(baseline->rss_per_stream_kib) : Json(nullptr);
   report["model"] = o.model;
-  report["model_path"] = engine.vad_model;
+  report["model_path"] = vad.path;
   report["workers"] = workers;
   report["max_batch"] = o.max_batch;
   report["gather_wait_us"] = o.gather_wait_us;
@@ -320,13 +320,13 @@ int run_bench(const BenchOptions& o) {
   // Batch size and Run cost at full load; queue delay where it means something (paced).
   report["mean_batch_size"] = first_engine ? Json(first_engine->mean_batch) : Json(nullptr);
   report["inference_us_per_frame"] = first_engine ? Json(first_engine->inference_us_per_frame) : Json(nullptr);
-  report["inference_p50_us"] = first_engine ? Json(first_engine->inference_engine.p50_us) : Json(nullptr);
-  report["inference_p99_us"] = first_engine ? Json(first_engine->inference_engine.p99_us) : Json(nullptr);
+  report["inference_p50_us"] = first_engine ? Json(first_engine->inference_engine.p50_us()) : Json(nullptr);
+  report["inference_p99_us"] = first_engine ? Json(first_engine->inference_engine.p99_us()) : Json(nullptr);
   report["latency_mean_batch_size"] = paced ? Json(paced->mean_batch) : Json(nullptr);
-  report["queue_delay_p50_ms"] = paced ? Json(ms(paced->queue_delay_engine.p50_us)) : Json(nullptr);
-  report["queue_delay_p99_ms"] = paced ? Json(ms(paced->queue_delay_engine.p99_us)) : Json(nullptr);
-  report["baseline_run_p50_us"] = baseline ? Json(baseline->run.p50_us) : Json(nullptr);
-  report["baseline_run_p99_us"] = baseline ? Json(baseline->run.p99_us) : Json(nullptr);
+  report["queue_delay_p50_ms"] = paced ? Json(ms(paced->queue_delay_engine.p50_us())) : Json(nullptr);
+  report["queue_delay_p99_ms"] = paced ? Json(ms(paced->queue_delay_engine.p99_us())) : Json(nullptr);
+  report["baseline_run_p50_us"] = baseline ? Json(baseline->run.p50_us()) : Json(nullptr);
+  report["baseline_run_p99_us"] = baseline ? Json(baseline->run.p99_us()) : Json(nullptr);
   report["audio"] = {{"file", audio.source}, {"source_rate_hz", audio.source_rate_hz},
                      {"duration_s", static_cast<double>(audio.length) / 16000.0}};
   Json phases = Json::object();
@@ -346,7 +346,7 @@ int run_bench(const BenchOptions& o) {
     return kExitOk;
   }
   fmt::print("brisvox bench: Silero VAD {} ({}), {} workers, max batch {}, gather wait {} us\n", o.model,
-             engine.vad_model, workers, o.max_batch, o.gather_wait_us);
+             vad.path, workers, o.max_batch, o.gather_wait_us);
   fmt::print("machine: {} cores, {}, load average {:.2f} at start; ONNX Runtime {}\n", cores,
              report["machine"]["cpu_model"].get<std::string>(), load_average_1m(), ort_version());
   fmt::print("audio: {} ({:.1f} s, looped from a different offset for each stream)\n", audio.source,
@@ -364,7 +364,7 @@ int run_bench(const BenchOptions& o) {
                b.num_streams, b.num_threads, b.measured_s);
     fmt::print("  frames/s            {:>10.0f}\n", b.frames_per_s);
     fmt::print("  streams per core    {:>10.1f}\n", b.streams_per_core);
-    fmt::print("  one Run (batch 1)   p50 {:.1f} us  p99 {:.1f} us\n", b.run.p50_us, b.run.p99_us);
+    fmt::print("  one Run (batch 1)   p50 {:.1f} us  p99 {:.1f} us\n", b.run.p50_us(), b.run.p99_us());
     fmt::print("  CPU                 {:>10.2f}   cores busy; other processes {:.2f}{}\n", b.process_cpu_cores,
                b.other_cpu_cores, noise_note(b.other_cpu_cores));
     if (b.rss_per_stream_kib) fmt::print("  RSS per stream      {:>10.1f}   KiB (its own session)\n", *b.rss_per_stream_kib);
@@ -377,7 +377,7 @@ int run_bench(const BenchOptions& o) {
   }
   if (paced) {
     fmt::print("  added latency       p50 {:.2f} ms, p99 {:.2f} ms, p99.9 {:.2f} ms ({} streams, {})\n",
-               ms(paced->added_latency.p50_us), ms(paced->added_latency.p99_us), ms(paced->added_latency.p999_us),
+               ms(paced->added_latency.p50_us()), ms(paced->added_latency.p99_us()), ms(paced->added_latency.p999_us()),
                paced->num_streams, paced->kept_up ? "kept up" : "did NOT keep up");
   }
   if (first_engine && first_engine->rss_per_stream_kib) {

@@ -66,13 +66,18 @@ Json server_view(const Samples& a, const Samples& b, const std::optional<Samples
     if (!e) return nullptr;
     return std::llround(*e - sample_value(a, key).value_or(0.0));
   };
-  const auto mean_ms = [&](const std::string& name) -> Json {
-    const double n = sample_value(b, name + "_count").value_or(0) - sample_value(a, name + "_count").value_or(0);
-    const double sum = sample_value(b, name + "_sum").value_or(0) - sample_value(a, name + "_sum").value_or(0);
+  // The server's VAD model is "vad": its series carry that label.
+  const std::string vad = "model=\"vad\"";
+  const auto mean_ms = [&](const std::string& name, const std::string& labels = "") -> Json {
+    const std::string suffix = labels.empty() ? "" : "{" + labels + "}";
+    const double n = sample_value(b, name + "_count" + suffix).value_or(0) -
+                     sample_value(a, name + "_count" + suffix).value_or(0);
+    const double sum = sample_value(b, name + "_sum" + suffix).value_or(0) -
+                       sample_value(a, name + "_sum" + suffix).value_or(0);
     return n > 0 ? Json(r3(sum / n * 1000.0)) : Json(nullptr);
   };
-  const auto p99_le_ms = [&](const std::string& name) -> Json {
-    const auto le = histogram_quantile_le(a, b, name, 0.99);
+  const auto p99_le_ms = [&](const std::string& name, const std::string& labels = "") -> Json {
+    const auto le = histogram_quantile_le(a, b, name, labels, 0.99);
     if (!le) return nullptr;
     return std::isinf(*le) ? Json("+Inf") : Json(r3(*le * 1000.0));
   };
@@ -81,22 +86,22 @@ Json server_view(const Samples& a, const Samples& b, const std::optional<Samples
   if (loaded) j["active_streams_under_load"] = std::llround(sample_value(*loaded, "brisvox_active_streams").value_or(0));
   j["websocket_sessions"] = delta("brisvox_websocket_sessions_total");
   j["frames_processed"] = delta("brisvox_frames_processed_total");
-  j["batches"] = delta("brisvox_batches_total");
+  const std::string batches_key = "brisvox_batches_total{" + vad + "}";
+  j["batches"] = delta(batches_key);
   const double frames = sample_value(b, "brisvox_frames_processed_total").value_or(0) -
                         sample_value(a, "brisvox_frames_processed_total").value_or(0);
-  const double batches =
-      sample_value(b, "brisvox_batches_total").value_or(0) - sample_value(a, "brisvox_batches_total").value_or(0);
+  const double batches = sample_value(b, batches_key).value_or(0) - sample_value(a, batches_key).value_or(0);
   j["mean_batch"] = batches > 0 ? Json(r3(frames / batches)) : Json(nullptr);
   j["added_latency_mean_ms"] = mean_ms("brisvox_added_latency_seconds");
   j["added_latency_p99_bucket_ms"] = p99_le_ms("brisvox_added_latency_seconds");
-  j["queue_delay_mean_ms"] = mean_ms("brisvox_queue_delay_seconds");
-  j["queue_delay_p99_bucket_ms"] = p99_le_ms("brisvox_queue_delay_seconds");
-  j["inference_mean_ms"] = mean_ms("brisvox_inference_seconds");
+  j["queue_delay_mean_ms"] = mean_ms("brisvox_queue_delay_seconds", vad);
+  j["queue_delay_p99_bucket_ms"] = p99_le_ms("brisvox_queue_delay_seconds", vad);
+  j["inference_mean_ms"] = mean_ms("brisvox_inference_seconds", vad);
   j["samples_rejected"] = delta("brisvox_samples_rejected_total");
   j["events_dropped_engine"] = delta("brisvox_events_dropped_total{stage=\"engine\"}");
   j["events_dropped_send_queue"] = delta("brisvox_events_dropped_total{stage=\"send_queue\"}");
   j["overload_events"] = delta("brisvox_overload_events_total");
-  j["run_errors"] = delta("brisvox_run_errors_total");
+  j["run_errors"] = delta("brisvox_run_errors_total{" + vad + "}");
   j["streams_refused"] = delta("brisvox_streams_refused_total");
   Json errors = Json::object();
   const std::string prefix = "brisvox_errors_total{code=\"";

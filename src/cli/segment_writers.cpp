@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "brisvox/error.h"
 
@@ -50,19 +49,12 @@ std::string rttm_id(const std::string& file) {
 
 }  // namespace
 
-void write_segments(std::FILE* out, SegmentFormat format, const FileSegments& r) {
+void write_segments(std::FILE* out, SegmentFormat format, const OfflineResult& r, bool frame_probs) {
   switch (format) {
-    case SegmentFormat::kJson: {
-      nlohmann::ordered_json j;
-      j["file"] = r.file;
-      j["sample_rate"] = r.input_sample_rate_hz;
-      j["duration"] = r.duration_s;
-      j["segments"] = nlohmann::ordered_json::array();
-      for (const auto& [start, end] : r.segments_s) j["segments"].push_back({{"start", start}, {"end", end}});
-      if (r.frame_probs != nullptr) j["frame_probs"] = *r.frame_probs;
-      fmt::print(out, "{}\n", j.dump());
+    case SegmentFormat::kJson:
+      fmt::print(out, "{}\n", frame_probs ? result_json(r, {ResultPart::kSegments, ResultPart::kFrameProbs})
+                                          : result_json(r, {ResultPart::kSegments}));
       break;
-    }
     case SegmentFormat::kCsv:
       for (const auto& [start, end] : r.segments_s) fmt::print(out, "{},{},{}\n", csv_quote(r.file), start, end);
       break;

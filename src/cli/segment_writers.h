@@ -6,15 +6,9 @@
 #include <string_view>
 #include <vector>
 
-namespace brisvox::cli {
+#include "brisvox/engine/offline.h"
 
-struct FileSegments {
-  std::string file;
-  int input_sample_rate_hz = 0;
-  double duration_s = 0;
-  std::vector<std::pair<double, double>> segments_s;  // [start, end) in seconds
-  const std::vector<float>* frame_probs = nullptr;    // set when --frame-probs
-};
+namespace brisvox::cli {
 
 enum class SegmentFormat { kJson, kCsv, kRttm, kAudacity };
 
@@ -24,6 +18,8 @@ std::string_view file_extension(SegmentFormat format);
 
 // Writes the format's header, if it has one (CSV).
 void write_header(std::FILE* out, SegmentFormat format);
-void write_segments(std::FILE* out, SegmentFormat format, const FileSegments& result);
+// One file's segments; JSON is the offline runner's document (result_json), with the frame
+// probabilities when `frame_probs`.
+void write_segments(std::FILE* out, SegmentFormat format, const OfflineResult& result, bool frame_probs);
 
 }  // namespace brisvox::cli

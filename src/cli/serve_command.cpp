@@ -26,10 +26,13 @@ int run_serve(ServeOptions& o) {
   if (o.config.token.empty()) {
     if (const char* token = std::getenv("BRISVOX_TOKEN"); token != nullptr) o.config.token = token;
   }
-  o.config.engine.vad_model = o.model;
-  o.config.engine.num_workers = o.workers;
-  o.config.engine.turn_model = o.turn_model;
-  o.config.engine.turn_session.intra_op_threads = o.turn_threads;
+  o.config.engine.models = {ModelSpec::silero_vad(o.model)};
+  o.config.engine.models[0].num_workers = o.workers;
+  if (!o.turn_model.empty()) {
+    ModelSpec turn = ModelSpec::smart_turn(o.turn_model);
+    turn.session.intra_op_threads = o.turn_threads;
+    o.config.engine.models.push_back(turn);
+  }
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
   std::fprintf(stderr, "brisvox serve: listening on %s\n", server.url().c_str());
   std::fflush(stderr);

@@ -1,14 +1,12 @@
 // `brisvox turn FILE...`: voice activity + end-of-turn detection (Smart Turn v3) on files.
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "brisvox/engine/engine.h"
+#include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "cli/commands.h"
-#include "cli/file_runner.h"
 
 namespace brisvox::cli {
 namespace {
@@ -29,44 +27,30 @@ int run_turn(const TurnOptions& o) {
   o.vad.validate();
   o.turn.validate();
   EngineConfig ec;
-  ec.vad_model = o.model;
-  ec.num_workers = o.workers;
-  ec.turn_model = o.turn_model;
-  ec.num_turn_workers = o.turn_workers;
-  ec.turn_session.intra_op_threads = o.turn_threads;
+  ec.models = {ModelSpec::silero_vad(o.model), ModelSpec::smart_turn(o.turn_model)};
+  ec.models[0].num_workers = o.workers;
+  ec.models[1].num_workers = o.turn_workers;
+  ec.models[1].session.intra_op_threads = o.turn_threads;
   ec.admission_control = false;
   Engine engine(ec);
-  FileRunnerOptions run_options;
-  run_options.stream.vad = o.vad;
-  run_options.stream.detect_turns = true;
-  run_options.stream.turn = o.turn;
-  run_options.stream.turn_wait_for_verdict = true;  // a file's result must not depend on timing
+  OfflineOptions run_options;
+  run_options.stream.vad.params = o.vad;
+  run_options.stream.turn = TurnStage{};
+  run_options.stream.turn->params = o.turn;
   // Each file in flight holds up to 9.5 s of history for turn analyses: keep the count modest.
-  run_options.max_open = static_cast<std::size_t>(engine.num_workers()) * 8;
+  run_options.max_open = static_cast<std::size_t>(engine.config().model("vad").num_workers) * 8;
+  std::vector<OfflineInput> inputs;
+  for (const auto& file : o.files) inputs.push_back(OfflineInput{file, std::nullopt});
   int failures = 0;
-  run_files(engine, o.files, run_options, [&](const FileResult& r) {
+  run_offline(engine, inputs, run_options, [&](const OfflineResult& r) {
     if (r.error) {
       std::fprintf(stderr, "brisvox turn: %s: error [%s]: %s\n", r.file.c_str(),
                    std::string(to_string(r.error->code())).c_str(), r.error->what());
       ++failures;
       return;
     }
-    nlohmann::ordered_json j;
-    j["file"] = r.file;
-    j["sample_rate"] = r.input_sample_rate_hz;
-    j["duration"] = r.duration_s;
-    j["turns"] = nlohmann::ordered_json::array();
-    for (const auto& t : r.turns) {
-      nlohmann::ordered_json turn{{"start", t.start_s}, {"end", t.end_s}};
-      if (t.probability >= 0.0f) turn["probability"] = t.probability; else turn["probability"] = nullptr;
-      turn["reason"] = std::string(to_string(t.reason));
-      j["turns"].push_back(turn);
-    }
-    if (o.with_segments) {
-      j["segments"] = nlohmann::ordered_json::array();
-      for (const auto& [start, end] : r.segments_s) j["segments"].push_back({{"start", start}, {"end", end}});
-    }
-    fmt::print("{}\n", j.dump());
+    fmt::print("{}\n", o.with_segments ? result_json(r, {ResultPart::kTurns, ResultPart::kSegments})
+                                       : result_json(r, {ResultPart::kTurns}));
     std::fflush(stdout);
   });
   return failures == 0 ? kExitOk : kExitInputFailed;

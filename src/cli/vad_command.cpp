@@ -8,10 +8,10 @@
 #include <memory>
 
 #include "brisvox/engine/engine.h"
+#include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "brisvox/models/vad/segmenter_params.h"
 #include "cli/commands.h"
-#include "cli/file_runner.h"
 #include "cli/progress_bar.h"
 #include "cli/segment_writers.h"
 
@@ -39,20 +39,21 @@ int run_vad(const VadOptions& o) {
   if (o.model_rate_hz != 0 && o.model_rate_hz != 8000 && o.model_rate_hz != 16000) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--model-rate must be 8000 or 16000, got {}", o.model_rate_hz));
   }
-  FileRunnerOptions run_options;
+  OfflineOptions run_options;
   if (!o.raw_encoding.empty()) run_options.read.raw_encoding = parse_encoding(o.raw_encoding);
   run_options.read.raw_sample_rate_hz = o.raw_rate_hz;
-  run_options.stream.vad = o.params;
-  run_options.stream.model_rate_hz = o.model_rate_hz;
-  run_options.stream.emit_probabilities = o.frame_probs;
+  run_options.stream.vad.params = o.params;
+  run_options.stream.vad.model_rate_hz = o.model_rate_hz;
+  run_options.stream.vad.emit_probabilities = o.frame_probs;
 
   EngineConfig engine_config;
-  engine_config.vad_model = o.model;
-  engine_config.num_workers = o.workers;
+  engine_config.models = {ModelSpec::silero_vad(o.model)};
+  engine_config.models[0].num_workers = o.workers;
   // Files are fed as fast as the workers go: latency does not matter, full batches do.
   engine_config.admission_control = false;
   Engine engine(engine_config);  // the model is loaded before any file: a bad model fails once
-  run_options.max_open = static_cast<std::size_t>(engine.num_workers() * engine_config.max_batch);
+  const ModelSpec& vad = engine.config().model("vad");
+  run_options.max_open = static_cast<std::size_t>(vad.num_workers * vad.max_batch);
 
   if (o.frame_probs && format != SegmentFormat::kJson) {
     throw Error(ErrorCode::kInvalidArgument, "--frame-probs needs --format json (the other formats have no place for them)");
@@ -76,18 +77,14 @@ int run_vad(const VadOptions& o) {
   if (o.output_dir.empty()) write_header(stdout, format);
   ProgressBar progress(o.files.size(), !o.no_progress && o.files.size() > 1 && isatty(STDERR_FILENO));
   int failures = 0;
-  run_files(engine, o.files, run_options, [&](const FileResult& r) {
+  std::vector<OfflineInput> inputs;
+  for (const auto& file : o.files) inputs.push_back(OfflineInput{file, std::nullopt});
+  run_offline(engine, inputs, run_options, [&](const OfflineResult& r) {
     try {
       if (r.error) throw *r.error;
-      FileSegments result;
-      result.file = r.file;
-      result.input_sample_rate_hz = r.input_sample_rate_hz;
-      result.duration_s = r.duration_s;
-      result.segments_s = r.segments_s;
-      if (o.frame_probs) result.frame_probs = &r.frame_probs;
       if (o.output_dir.empty()) {
         progress.clear();
-        write_segments(stdout, format, result);
+        write_segments(stdout, format, r, o.frame_probs);
         std::fflush(stdout);
       } else {
         const auto out_path = std::filesystem::path(o.output_dir) /
@@ -95,7 +92,7 @@ int run_vad(const VadOptions& o) {
         std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(out_path.c_str(), "w"), &std::fclose);
         if (!out) throw Error(ErrorCode::kIo, fmt::format("cannot write '{}'", out_path.string()));
         write_header(out.get(), format);
-        write_segments(out.get(), format, result);
+        write_segments(out.get(), format, r, o.frame_probs);
       }
     } catch (const Error& e) {
       progress.clear();

@@ -7,19 +7,17 @@
 #include <mutex>
 #include <thread>
 
-#include "brisvox/error.h"
-#include "brisvox/models/model_paths.h"
-#include "engine/run_watchdog.h"
-#include "engine/turn_pool.h"
-#include "engine/worker.h"
 #include "base/log.h"
+#include "brisvox/error.h"
+#include "engine/model_registry.h"
+#include "engine/pool/run_watchdog.h"
+#include "engine/stages/turn_stage.h"
+#include "engine/stages/vad_stage.h"
 
 namespace brisvox {
 
-using engine::StreamSlot;
-using engine::Histogram;
 using engine::now_ns;
-using engine::Worker;
+using engine::StreamSlot;
 
 std::string_view to_string(EventType type) noexcept {
   switch (type) {
@@ -37,14 +35,26 @@ std::string_view to_string(EventType type) noexcept {
 
 namespace {
 
-int default_workers() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+int available_cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+EngineConfig resolve(const EngineConfig& config) {
+  config.validate();
+  EngineConfig r = config;
+  for (ModelSpec& m : r.models) m = m.resolved(available_cores());
+  return r;
+}
 
 }  // namespace
 
 struct Engine::Impl {
-  EngineConfig config;
-  std::unique_ptr<engine::TurnPool> turns;  // outlives the workers' use of it (see ~Engine)
-  std::vector<std::unique_ptr<Worker>> workers;
+  explicit Impl(const EngineConfig& c)
+      : config(resolve(c)),
+        shared(static_cast<std::size_t>(config.max_streams), config.latency_budget_ms, config.run_timeout_ms),
+        models(config, shared) {}
+
+  EngineConfig config;  // resolved
+  engine::EngineShared shared;  // outlives the models: retired streams refer to nothing else
+  engine::ModelRegistry models;
   // Cancels runs past run_timeout_ms (null when 0). Declared after what it watches, so that it is
   // stopped before them should the constructor throw; ~Engine stops it explicitly.
   std::unique_ptr<engine::RunWatchdog> watchdog;
@@ -55,89 +65,80 @@ struct Engine::Impl {
   std::atomic<std::uint64_t> refused{0};
 };
 
-Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>()) {
-  config.validate();
-  impl_->config = config;
-  if (impl_->config.num_workers == 0) impl_->config.num_workers = default_workers();
-  const std::string path = resolve_vad_model(config.vad_model);
-  impl_->config.vad_model = path;
-  if (!config.turn_model.empty()) impl_->turns = std::make_unique<engine::TurnPool>(impl_->config);
-  for (int i = 0; i < impl_->config.num_workers; ++i) {
-    SileroConfig sc;
-    sc.model_path = path;
-    sc.max_batch = config.max_batch;
-    sc.session = config.session;
-    impl_->workers.push_back(std::make_unique<Worker>(i, impl_->config, SileroVad(sc), impl_->turns.get()));
+Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config)) {
+  Impl& m = *impl_;
+  if (m.config.run_timeout_ms > 0) m.watchdog = std::make_unique<engine::RunWatchdog>(m.config.run_timeout_ms);
+  m.models.start(m.watchdog.get());
+  if (m.watchdog) m.watchdog->start();
+  for (const ModelSpec& spec : m.config.models) {
+    detail::log(LogLevel::kInfo, "engine: model '{}' ({}) {}: {} workers, max batch {}, gather wait {} us", spec.name,
+                to_string(spec.family), spec.path, spec.num_workers, spec.max_batch, spec.max_gather_wait_us);
   }
-  if (config.run_timeout_ms > 0) {
-    impl_->watchdog = std::make_unique<engine::RunWatchdog>(config.run_timeout_ms);
-    for (auto& w : impl_->workers) {
-      Worker* wp = w.get();
-      impl_->watchdog->watch(wp->run_deadline(), [wp] { wp->cancel_run(); });
-    }
-    if (impl_->turns) impl_->turns->watch_runs(*impl_->watchdog);
-    impl_->watchdog->start();
-  }
-  if (impl_->turns) impl_->turns->start();
-  for (auto& w : impl_->workers) w->start();
-  detail::log(LogLevel::kInfo, "engine: {} workers, model {}, max batch {}, gather wait {} us, run timeout {} ms",
-              impl_->config.num_workers, path, config.max_batch, config.max_gather_wait_us, config.run_timeout_ms);
+  detail::log(LogLevel::kInfo, "engine: up to {} streams, run timeout {} ms", m.config.max_streams,
+              m.config.run_timeout_ms);
 }
 
 Engine::~Engine() {
   drain();
-  // Turn workers first: after the drain nothing is in flight, and their deliveries (if any) need
-  // the VAD workers alive.
-  if (impl_->turns) impl_->turns->stop();
-  // The watchdog keeps watching while the workers finish (a Run may still hang), and stops
-  // before they are freed.
-  for (auto& w : impl_->workers) w->stop();
+  // Request models first (after the drain nothing is in flight, and their deliveries need the VAD
+  // workers alive), then the VAD workers. The watchdog keeps watching while the workers finish
+  // (a run may still hang), and stops before they are freed.
+  impl_->models.stop();
   if (impl_->watchdog) impl_->watchdog->stop();
-  impl_->workers.clear();
 }
 
 const EngineConfig& Engine::config() const noexcept { return impl_->config; }
-int Engine::num_workers() const noexcept { return impl_->config.num_workers; }
+int Engine::num_workers() const noexcept { return impl_->models.num_workers(); }
 
 Stream Engine::open_stream(const StreamConfig& config) {
   config.validate();
   Impl& m = *impl_;
-  const int model_rate = config.model_rate_hz != 0 ? config.model_rate_hz : (config.sample_rate_hz == 8000 ? 8000 : 16000);
-  if (config.detect_turns && !m.turns) {
+  engine::VadPool* vad = m.models.vad_pool(config.vad.model);
+  if (vad == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
-                "the stream asks for end-of-turn detection but the engine has no turn model (EngineConfig::turn_model, "
-                "--turn-model PATH)");
+                fmt::format("the stream's vad stage names model '{}', which this engine has no Silero VAD model "
+                            "under (its models: {})",
+                            config.vad.model, m.models.describe()));
+  }
+  engine::TurnPool* turn = nullptr;
+  if (config.turn) {
+    turn = m.models.turn_pool(config.turn->model);
+    if (turn == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the stream asks for end-of-turn detection but the engine has no turn model named '{}' "
+                              "(add ModelSpec::smart_turn(PATH) to EngineConfig::models; the CLI and server: "
+                              "--turn-model PATH; its models: {})",
+                              config.turn->model, m.models.describe()));
+    }
   }
   std::lock_guard lock(m.open_mu);
   if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
-  int active = 0;
-  Worker* least = nullptr;
-  for (auto& w : m.workers) {
-    active += w->num_streams();
-    if (least == nullptr || w->num_streams() < least->num_streams()) least = w.get();
-  }
+  const int active = static_cast<int>(m.shared.streams.size());
   if (active >= m.config.max_streams) {
     m.refused.fetch_add(1, std::memory_order_relaxed);
     throw Error(ErrorCode::kOverloaded, fmt::format("engine at capacity: {} of {} streams open (EngineConfig::max_streams)",
                                                     active, m.config.max_streams));
   }
   if (m.config.admission_control) {
-    const std::int64_t now = now_ns();
-    for (auto& w : m.workers) {
-      const auto& c = w->counters();
-      const double p99 = c.recent_p99_queue_delay_us.load(std::memory_order_relaxed);
-      const bool fresh = now - c.window_end_ns.load(std::memory_order_relaxed) < 2'000'000'000;
-      if (fresh && p99 > m.config.latency_budget_ms * 1000.0) {
-        m.refused.fetch_add(1, std::memory_order_relaxed);
-        throw Error(ErrorCode::kOverloaded,
-                    fmt::format("engine over its latency budget: queue delay p99 {:.1f} ms > {} ms over the last second; "
-                                "refusing new streams ({} open)",
-                                p99 / 1000.0, m.config.latency_budget_ms, active));
-      }
+    const double p99 = vad->recent_p99_queue_delay_us(now_ns());
+    if (p99 > m.config.latency_budget_ms * 1000.0) {
+      m.refused.fetch_add(1, std::memory_order_relaxed);
+      throw Error(ErrorCode::kOverloaded,
+                  fmt::format("engine over its latency budget: queue delay p99 {:.1f} ms > {} ms over the last second; "
+                              "refusing new streams ({} open)",
+                              p99 / 1000.0, m.config.latency_budget_ms, active));
     }
   }
-  auto slot = std::make_shared<StreamSlot>(m.next_id.fetch_add(1), config, model_rate, least);
-  least->attach(slot);
+  const int model_rate = silero_model_rate_hz(config.sample_rate_hz, config.vad.model_rate_hz);
+  std::unique_ptr<engine::TurnStreamState> turn_state;
+  if (turn) {
+    turn_state = std::make_unique<engine::TurnStreamState>(model_rate, silero_chunk_samples(model_rate), *config.turn,
+                                                           *turn);
+  }
+  const int worker = vad->least_loaded_worker();
+  auto slot = std::make_shared<StreamSlot>(m.next_id.fetch_add(1), config, *vad, worker, std::move(turn_state));
+  vad->adapter(worker).attach();
+  m.shared.streams.add(slot);
   m.opened.fetch_add(1, std::memory_order_relaxed);
   return Stream(this, std::move(slot));
 }
@@ -148,16 +149,13 @@ void Engine::drain() {
     std::lock_guard lock(m.open_mu);
     m.draining.store(true);
   }
-  std::vector<std::shared_ptr<StreamSlot>> all;
-  for (auto& w : m.workers) {
-    for (auto& s : w->streams_snapshot()) all.push_back(std::move(s));
-  }
+  const std::vector<std::shared_ptr<StreamSlot>> all = m.shared.streams.snapshot();
   for (auto& s : all) {
     if (!s->flush_requested.load()) {
       s->flush_ns = now_ns();
       s->flush_requested.store(true, std::memory_order_release);
     }
-    s->worker->schedule(s.get());
+    s->vad_pool->schedule(s.get());
   }
   for (auto& s : all) {
     while (!s->finished_flag.load(std::memory_order_acquire) && !s->close_requested.load()) {
@@ -169,53 +167,25 @@ void Engine::drain() {
 EngineStats Engine::stats() const {
   const Impl& m = *impl_;
   EngineStats st;
-  st.num_workers = m.config.num_workers;
   st.streams_opened = m.opened.load();
   st.streams_refused = m.refused.load();
-  st.batch_size_counts.assign(static_cast<std::size_t>(m.config.max_batch) + 1, 0);
-  std::array<std::uint64_t, Histogram::kNumBuckets> qd{}, inf{}, lat{};
-  double qd_sum = 0, qd_max = 0, inf_sum = 0, inf_max = 0, lat_sum = 0, lat_max = 0;
-  for (const auto& w : m.workers) {
-    const auto& c = w->counters();
-    st.active_streams += w->num_streams();
-    st.frames_processed += c.frames.load();
-    st.batches += c.batches.load();
-    st.overload_events += c.overload_events.load();
-    st.run_errors += c.run_errors.load();
-    st.run_timeouts += c.run_timeouts.load();
-    st.samples_analysed += c.samples_analysed.load();
-    st.samples_failed += c.samples_failed.load();
-    st.samples_discarded += c.samples_discarded.load();
-    st.samples_rejected += c.closed_samples_rejected.load();
-    st.events_dropped += c.closed_events_dropped.load();
-    for (std::size_t b = 0; b < st.batch_size_counts.size(); ++b) st.batch_size_counts[b] += c.batch_sizes[b].load();
-    c.queue_delay.add_to(qd, qd_sum, qd_max);
-    c.inference.add_to(inf, inf_sum, inf_max);
-    c.added_latency.add_to(lat, lat_sum, lat_max);
-  }
-  for (const auto& w : m.workers) {
-    for (const auto& s : const_cast<Worker&>(*w).streams_snapshot()) {
-      st.samples_rejected += s->samples_rejected.load();
-      st.events_dropped += s->events_dropped.load();
-    }
-  }
-  if (m.turns) {
-    const auto& tc = m.turns->counters();
-    st.turn_analyses = tc.analyses.load();
-    st.turn_errors = tc.errors.load();
-    st.turn_timeouts = tc.timeouts.load();
-    std::array<std::uint64_t, Histogram::kNumBuckets> tl{}, tf{}, ti{};
-    double tl_sum = 0, tl_max = 0, tf_sum = 0, tf_max = 0, ti_sum = 0, ti_max = 0;
-    tc.latency.add_to(tl, tl_sum, tl_max);
-    tc.features.add_to(tf, tf_sum, tf_max);
-    tc.inference.add_to(ti, ti_sum, ti_max);
-    st.turn_latency = Histogram::summarize(tl, tl_sum, tl_max);
-    st.turn_features = Histogram::summarize(tf, tf_sum, tf_max);
-    st.turn_inference = Histogram::summarize(ti, ti_sum, ti_max);
-  }
-  st.queue_delay = Histogram::summarize(qd, qd_sum, qd_max);
-  st.inference = Histogram::summarize(inf, inf_sum, inf_max);
-  st.added_latency = Histogram::summarize(lat, lat_sum, lat_max);
+  const engine::StreamTotals& t = m.shared.totals;
+  st.samples_analysed = t.samples_analysed.load();
+  st.samples_failed = t.samples_failed.load();
+  st.samples_discarded = t.samples_discarded.load();
+  st.samples_rejected = t.samples_rejected.load();
+  st.events_dropped = t.events_dropped.load();
+  st.payloads_dropped = t.payloads_dropped.load();
+  st.payloads_unread = t.payloads_unread.load();
+  st.overload_events = t.overload_events.load();
+  m.shared.streams.for_each([&st](const StreamSlot& s) {
+    ++st.active_streams;
+    st.samples_rejected += s.samples_rejected.load();
+    st.events_dropped += s.events_dropped.load();
+    st.payloads_dropped += s.payloads_dropped.load();
+    st.payloads_unread += s.payloads_unread.load();
+  });
+  st.models = m.models.stats();
   return st;
 }
 
@@ -257,7 +227,7 @@ std::size_t write_model_samples(StreamSlot& s, std::span<const float> samples) {
     for (std::uint64_t f = first_frame; f < end_frame; ++f) s.frame_complete_ns[f & s.frame_time_mask] = now;
   }
   s.samples.write(samples.first(n));
-  if (end_frame > first_frame) s.worker->schedule(&s);
+  if (end_frame > first_frame) s.vad_pool->schedule(&s);
   return n;
 }
 
@@ -288,7 +258,7 @@ void note_refusal(StreamSlot& s, std::size_t refused_input, bool refused) {
     if (!s.refusing) {
       s.refusing = true;
       s.refusal_episodes.fetch_add(1, std::memory_order_relaxed);
-      s.worker->schedule(&s);  // so that the worker reports it
+      s.vad_pool->schedule(&s);  // so that the worker reports it
     }
   } else {
     s.refusing = false;
@@ -375,12 +345,32 @@ void Stream::flush() {
   }
   s.flush_ns = now_ns();
   s.flush_requested.store(true, std::memory_order_release);
-  s.worker->schedule(&s);
+  s.vad_pool->schedule(&s);
 }
 
 std::size_t Stream::poll(std::span<Event> out) {
   if (!slot_) return 0;
   return slot_->events.read(out);
+}
+
+std::size_t Stream::read_payload(const Event& event, std::span<std::byte> out) {
+  if (!slot_ || !slot_->payloads) return 0;
+  if (event.payload != PayloadStatus::kAttached && event.payload != PayloadStatus::kTruncated) return 0;
+  std::uint64_t skipped = 0;
+  const std::size_t n = slot_->payloads->read(event.payload_id, out, skipped);
+  if (skipped) slot_->payloads_unread.fetch_add(skipped, std::memory_order_relaxed);
+  return n;
+}
+
+std::vector<float> Stream::read_audio_payload(const Event& event) {
+  if (!slot_ || !slot_->payloads) return {};
+  if (event.payload != PayloadStatus::kAttached && event.payload != PayloadStatus::kTruncated) return {};
+  std::uint64_t skipped = 0;
+  const std::size_t bytes = slot_->payloads->size_of(event.payload_id, skipped);
+  if (skipped) slot_->payloads_unread.fetch_add(skipped, std::memory_order_relaxed);
+  std::vector<float> samples(bytes / sizeof(float));
+  if (bytes == 0 || read_payload(event, std::as_writable_bytes(std::span(samples))) != bytes) return {};
+  return samples;
 }
 
 bool Stream::wait_events(std::chrono::microseconds timeout) {
@@ -404,7 +394,7 @@ std::string Stream::last_error() const {
 void Stream::close() {
   if (!slot_) return;
   slot_->close_requested.store(true, std::memory_order_release);
-  slot_->worker->schedule(slot_.get());
+  slot_->vad_pool->schedule(slot_.get());
   slot_.reset();
   engine_ = nullptr;
 }

@@ -1,10 +1,13 @@
-// Validation of EngineConfig and StreamConfig, apart from the engine so that code which only
-// checks a configuration (the server's query parser, its fuzzer) needs no ONNX Runtime.
+// Validation of EngineConfig, ModelSpec and StreamConfig, apart from the engine so that code which
+// only checks a configuration (the server's query parser, its fuzzer) needs no ONNX Runtime.
+#include "brisvox/engine/engine_config.h"
+
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 
-#include "brisvox/engine/engine.h"
 #include "brisvox/error.h"
 
 namespace brisvox {
@@ -15,38 +18,107 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, message);
 }
 
+bool valid_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
+  });
+}
+
 }  // namespace
 
+std::string_view to_string(ModelFamily family) noexcept {
+  switch (family) {
+    case ModelFamily::kSileroVad: return "silero_vad";
+    case ModelFamily::kSmartTurn: return "smart_turn";
+  }
+  return "unknown";
+}
+
+ModelSpec ModelSpec::silero_vad(std::string path, std::string name) {
+  ModelSpec s;
+  s.name = std::move(name);
+  s.family = ModelFamily::kSileroVad;
+  s.path = std::move(path);
+  return s;
+}
+
+ModelSpec ModelSpec::smart_turn(std::string path, std::string name) {
+  ModelSpec s;
+  s.name = std::move(name);
+  s.family = ModelFamily::kSmartTurn;
+  s.path = std::move(path);
+  return s;
+}
+
+void ModelSpec::validate() const {
+  require(valid_name(name), fmt::format("model name '{}' must be 1 to 64 letters, digits, '-', '_' or '.'", name));
+  const std::string m = fmt::format("model '{}'", name);
+  require(!path.empty(), fmt::format("{} ({}): path is empty: give a model file", m, to_string(family)));
+  require(num_workers >= 0 && num_workers <= 1024,
+          fmt::format("{}: num_workers must be 0 (the family's default) to 1024, got {}", m, num_workers));
+  const int most_batch = family == ModelFamily::kSmartTurn ? 64 : 512;
+  require(max_batch >= 0 && max_batch <= most_batch,
+          fmt::format("{}: max_batch must be 0 (the family's default) or 1 to {}, got {}", m, most_batch, max_batch));
+  require(max_gather_wait_us >= -1 && max_gather_wait_us <= 1'000'000,
+          fmt::format("{}: max_gather_wait_us must be -1 (the family's default) or 0 to 1000000, got {}", m,
+                      max_gather_wait_us));
+  require(max_pending >= 0 && max_pending <= 4096,
+          fmt::format("{}: max_pending must be 0 (the family's default) to 4096, got {}", m, max_pending));
+  session.validate();
+}
+
+const ModelSpec* EngineConfig::find_model(std::string_view name) const noexcept {
+  for (const ModelSpec& m : models) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+const ModelSpec& EngineConfig::model(std::string_view name) const {
+  if (const ModelSpec* m = find_model(name)) return *m;
+  std::string names;
+  for (const ModelSpec& m : models) names += (names.empty() ? "" : ", ") + m.name;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("the engine has no model named '{}' (it has: {})", name, names.empty() ? "none" : names));
+}
+
+ModelSpec& EngineConfig::model(std::string_view name) {
+  return const_cast<ModelSpec&>(static_cast<const EngineConfig&>(*this).model(name));
+}
+
 void EngineConfig::validate() const {
-  require(num_workers >= 0 && num_workers <= 1024, fmt::format("num_workers must be 0 (one per core) to 1024, got {}", num_workers));
-  require(max_batch >= 1 && max_batch <= 512, fmt::format("max_batch must be 1 to 512, got {}", max_batch));
-  require(max_gather_wait_us >= 0 && max_gather_wait_us <= 1'000'000,
-          fmt::format("max_gather_wait_us must be 0 to 1000000, got {}", max_gather_wait_us));
+  require(!models.empty(), "models is empty: an engine needs at least one model (ModelSpec::silero_vad())");
+  std::set<std::string_view> names;
+  for (const ModelSpec& m : models) {
+    m.validate();
+    require(names.insert(m.name).second, fmt::format("two models are named '{}': names must be unique", m.name));
+  }
   require(max_streams >= 1 && max_streams <= 1'000'000, fmt::format("max_streams must be 1 to 1000000, got {}", max_streams));
   require(latency_budget_ms >= 1 && latency_budget_ms <= 60'000,
           fmt::format("latency_budget_ms must be 1 to 60000, got {}", latency_budget_ms));
   require(run_timeout_ms == 0 || (run_timeout_ms >= 10 && run_timeout_ms <= 600'000),
           fmt::format("run_timeout_ms must be 0 (no deadline) or 10 to 600000, got {}", run_timeout_ms));
-  session.validate();
-  if (!turn_model.empty()) {
-    require(num_turn_workers >= 1 && num_turn_workers <= 256,
-            fmt::format("num_turn_workers must be 1 to 256, got {}", num_turn_workers));
-    require(turn_max_batch >= 1 && turn_max_batch <= 64, fmt::format("turn_max_batch must be 1 to 64, got {}", turn_max_batch));
-    require(max_pending_turns >= 1 && max_pending_turns <= 4096,
-            fmt::format("max_pending_turns must be 1 to 4096, got {}", max_pending_turns));
-    turn_session.validate();
-  }
 }
 
 void StreamConfig::validate() const {
   require(sample_rate_hz >= kMinSampleRateHz && sample_rate_hz <= kMaxSampleRateHz,
           fmt::format("sample_rate_hz must be {} to {}, got {}", kMinSampleRateHz, kMaxSampleRateHz,
                       sample_rate_hz));
-  require(model_rate_hz == 0 || model_rate_hz == 8000 || model_rate_hz == 16000,
-          fmt::format("model_rate_hz must be 0 (auto), 8000 or 16000, got {}", model_rate_hz));
+  require(vad.model_rate_hz == 0 || vad.model_rate_hz == 8000 || vad.model_rate_hz == 16000,
+          fmt::format("model_rate_hz must be 0 (auto), 8000 or 16000, got {}", vad.model_rate_hz));
   require(buffer_ms >= 64 && buffer_ms <= 60'000, fmt::format("buffer_ms must be 64 to 60000, got {}", buffer_ms));
-  vad.validate();
-  if (detect_turns) turn.validate();
+  require(payload_buffer_bytes == 0 || (payload_buffer_bytes >= 4096 && payload_buffer_bytes <= (1 << 30)),
+          fmt::format("payload_buffer_bytes must be 0 (automatic) or 4096 to 1073741824, got {}",
+                      payload_buffer_bytes));
+  require(!vad.model.empty(), "the vad stage names no model (VadStage::model)");
+  vad.params.validate();
+  require(!vad.segment_audio || (vad.max_segment_audio_s >= 0.5 && vad.max_segment_audio_s <= 600.0),
+          fmt::format("max_segment_audio_s must be 0.5 to 600, got {}", vad.max_segment_audio_s));
+  if (turn) {
+    require(!turn->model.empty(), "the turn stage names no model (TurnStage::model)");
+    turn->params.validate();
+  }
 }
 
 }  // namespace brisvox

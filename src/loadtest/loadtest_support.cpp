@@ -207,8 +207,8 @@ std::optional<double> sample_value(const Samples& s, const std::string& key) {
 }
 
 std::optional<double> histogram_quantile_le(const Samples& start, const Samples& end, const std::string& name,
-                                            double q) {
-  const std::string prefix = name + "_bucket{le=\"";
+                                            const std::string& labels, double q) {
+  const std::string prefix = name + "_bucket{" + (labels.empty() ? "" : labels + ",") + "le=\"";
   std::vector<std::pair<double, double>> buckets;  // (le, cumulative count in end - start)
   for (auto it = end.lower_bound(prefix); it != end.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     const std::string le = it->first.substr(prefix.size(), it->first.size() - prefix.size() - 2);

@@ -43,10 +43,11 @@ using Samples = std::map<std::string, double>;
 Samples parse_prometheus(const std::string& text);
 // The value of `key`, or nullopt.
 std::optional<double> sample_value(const Samples& s, const std::string& key);
-// Upper bound (the `le`) of the bucket holding quantile q of histogram `name` in end - start; nullopt
-// when it has no observations in between.
+// Upper bound (the `le`) of the bucket holding quantile q of histogram `name` (the series with
+// `labels` before le, e.g. `model="vad"`, or none) in end - start; nullopt when it has no
+// observations in between.
 std::optional<double> histogram_quantile_le(const Samples& start, const Samples& end, const std::string& name,
-                                            double q);
+                                            const std::string& labels, double q);
 
 // `brisvox serve --host 127.0.0.1 --port 0 ARGS...` as a child of this process (the same binary),
 // its stdout/stderr read by a thread (kept: the last lines, for errors).

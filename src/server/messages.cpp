@@ -16,7 +16,7 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 std::string ready_message(std::uint64_t session_id, const AudioRequest& request, int model_rate_hz,
                           const ServerLimits& limits) {
   const StreamConfig& s = request.stream;
-  const SegmenterParams& p = s.vad;
+  const SegmenterParams& p = s.vad.params;
   Json j;
   j["type"] = "ready";
   j["id"] = session_id;
@@ -25,13 +25,13 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
   c["encoding"] = to_string(request.encoding);
   c["model_rate"] = model_rate_hz;
   c["events"] = Json::array();
-  if (s.emit_probabilities) c["events"].push_back("vad");
-  if (s.detect_turns) {
+  if (s.vad.emit_probabilities) c["events"].push_back("vad");
+  if (s.turn) {
     c["events"].push_back("turn");
-    c["stop_ms"] = s.turn.stop_ms;
-    c["pre_speech_ms"] = s.turn.pre_speech_ms;
-    c["max_silence_ms"] = s.turn.max_silence_ms;
-    c["turn_threshold"] = s.turn.turn_threshold;
+    c["stop_ms"] = s.turn->params.stop_ms;
+    c["pre_speech_ms"] = s.turn->params.pre_speech_ms;
+    c["max_silence_ms"] = s.turn->params.max_silence_ms;
+    c["turn_threshold"] = s.turn->params.turn_threshold;
   }
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();

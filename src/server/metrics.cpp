@@ -18,35 +18,42 @@ void sample(std::string& out, std::string_view name, std::string_view type, std:
   fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
 }
 
-// An engine distribution (microseconds) as a histogram in seconds.
-void seconds_histogram(std::string& out, std::string_view name, std::string_view help,
-                       const EngineStats::Distribution& d) {
-  header(out, name, "histogram", help);
-  for (const auto& [bound_us, count] : d.buckets) {
-    fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name, bound_us / 1e6, count);
+// The cumulative bounds (microseconds) of every latency histogram, from 10 us to 1 s.
+constexpr double kLatencyBoundsUs[] = {10,   25,    50,    100,   250,    500,    1000,   2500,
+                                       5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000};
+
+// A latency histogram's series (microseconds, exported in seconds); `labels` is empty or
+// `model="vad",` (with its trailing comma) and goes before le.
+void seconds_series(std::string& out, std::string_view name, std::string_view labels, const LatencyHistogram& h) {
+  for (double bound_us : kLatencyBoundsUs) {
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, bound_us / 1e6,
+                   h.count_at_most(bound_us));
   }
-  fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, d.count, name,
-                 d.sum_us / 1e6, name, d.count);
+  const std::uint64_t count = h.count();
+  const std::string plain = labels.empty() ? std::string() : fmt::format("{{{}}}", labels.substr(0, labels.size() - 1));
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"+Inf\"}} {}\n{}_sum{} {}\n{}_count{} {}\n", name, labels,
+                 count, name, plain, h.sum_us() / 1e6, name, plain, count);
 }
 
-void batch_histogram(std::string& out, const EngineStats& st) {
+// Runs per batch size: buckets at 1, 2, 4, ... and max_batch itself.
+void batch_series(std::string& out, std::string_view labels, const ModelStats& m) {
   constexpr std::string_view name = "brisvox_batch_size";
-  header(out, name, "histogram", "Frames per model run.");
-  const std::size_t max_batch = st.batch_size_counts.empty() ? 0 : st.batch_size_counts.size() - 1;
-  std::vector<std::size_t> bounds;  // 1, 2, 4, ... and max_batch itself
+  const std::size_t max_batch = m.batch_size_counts.empty() ? 0 : m.batch_size_counts.size() - 1;
+  std::vector<std::size_t> bounds;
   for (std::size_t b = 1; b < max_batch; b *= 2) bounds.push_back(b);
   if (max_batch > 0) bounds.push_back(max_batch);
   std::uint64_t cumulative = 0, sum = 0;
   std::size_t next = 1;
   for (std::size_t bound : bounds) {
     for (; next <= bound; ++next) {
-      cumulative += st.batch_size_counts[next];
-      sum += st.batch_size_counts[next] * next;
+      cumulative += m.batch_size_counts[next];
+      sum += m.batch_size_counts[next] * next;
     }
-    fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name, bound, cumulative);
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, bound, cumulative);
   }
-  fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cumulative,
-                 name, sum, name, cumulative);
+  const std::string plain = fmt::format("{{{}}}", labels.substr(0, labels.size() - 1));
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"+Inf\"}} {}\n{}_sum{} {}\n{}_count{} {}\n", name, labels,
+                 cumulative, name, plain, sum, name, plain, cumulative);
 }
 
 // Label values escape backslash, quote and newline.
@@ -108,6 +115,50 @@ std::map<std::string, std::uint64_t> ServerMetrics::errors() const {
   return errors_;
 }
 
+namespace {
+
+// One metric with a series per model: `value(m)` of each.
+template <typename F>
+void per_model(std::string& out, const EngineStats& st, std::string_view name, std::string_view type,
+               std::string_view help, F value) {
+  header(out, name, type, help);
+  for (const ModelStats& m : st.models) {
+    fmt::format_to(std::back_inserter(out), "{}{{model=\"{}\"}} {}\n", name, label_value(m.name), value(m));
+  }
+}
+
+void model_metrics(std::string& out, const EngineStats& st) {
+  header(out, "brisvox_model_workers", "gauge", "Inference threads of each model of the registry.");
+  for (const ModelStats& m : st.models) {
+    fmt::format_to(std::back_inserter(out), "brisvox_model_workers{{model=\"{}\",family=\"{}\"}} {}\n",
+                   label_value(m.name), to_string(m.family), m.num_workers);
+  }
+  per_model(out, st, "brisvox_batches_total", "counter", "Model runs.", [](const ModelStats& m) { return m.runs; });
+  per_model(out, st, "brisvox_model_inputs_total", "counter", "What the runs ran: frames (VAD), analyses (turn).",
+            [](const ModelStats& m) { return m.items; });
+  per_model(out, st, "brisvox_run_errors_total", "counter", "Failed model runs (timeouts included).",
+            [](const ModelStats& m) { return m.run_errors; });
+  per_model(out, st, "brisvox_run_timeouts_total", "counter", "Model runs cancelled after run_timeout_ms.",
+            [](const ModelStats& m) { return m.run_timeouts; });
+  header(out, "brisvox_batch_size", "histogram", "Inputs per model run.");
+  for (const ModelStats& m : st.models) batch_series(out, fmt::format("model=\"{}\",", label_value(m.name)), m);
+  const auto histograms = [&](std::string_view name, std::string_view help, LatencyHistogram ModelStats::*field) {
+    header(out, name, "histogram", help);
+    for (const ModelStats& m : st.models) {
+      seconds_series(out, name, fmt::format("model=\"{}\",", label_value(m.name)), m.*field);
+    }
+  };
+  histograms("brisvox_queue_delay_seconds",
+             "From an input being ready (a frame's last sample, a request) to the start of its model run.",
+             &ModelStats::queue_delay);
+  histograms("brisvox_inference_seconds", "One model run (pack, run, unpack).", &ModelStats::inference);
+  histograms("brisvox_model_latency_seconds",
+             "From an input being ready to its result delivered (a frame's events, a verdict back to its stream).",
+             &ModelStats::latency);
+}
+
+}  // namespace
+
 std::string render_prometheus(const EngineStats& st, const ServerMetrics& server, long rss_bytes) {
   std::string out;
   out.reserve(8192);
@@ -120,15 +171,16 @@ std::string render_prometheus(const EngineStats& st, const ServerMetrics& server
   sample(out, "brisvox_streams_refused_total", "counter",
          "Streams refused: at capacity, over the latency budget, or shutting down.",
          st.streams_refused + server.streams_refused.load());
-  sample(out, "brisvox_workers", "gauge", "Inference threads.", st.num_workers);
-  sample(out, "brisvox_frames_processed_total", "counter", "Model frames analysed.", st.frames_processed);
-  sample(out, "brisvox_batches_total", "counter", "Model runs.", st.batches);
-  batch_histogram(out, st);
-  seconds_histogram(out, "brisvox_queue_delay_seconds", "From a frame's last sample to the start of its model run.",
-                    st.queue_delay);
-  seconds_histogram(out, "brisvox_inference_seconds", "One model run (pack, run, unpack).", st.inference);
-  seconds_histogram(out, "brisvox_added_latency_seconds", "From a frame's last sample to its events being ready.",
-                    st.added_latency);
+  sample(out, "brisvox_workers", "gauge", "Inference threads, every model together.", st.num_workers());
+  sample(out, "brisvox_frames_processed_total", "counter", "VAD frames analysed.", st.frames_processed());
+  // The VAD models' latency is the engine's added latency: a frame's last sample to its events.
+  LatencyHistogram added;
+  for (const ModelStats& m : st.models) {
+    if (m.family == ModelFamily::kSileroVad) added.merge(m.latency);
+  }
+  header(out, "brisvox_added_latency_seconds", "histogram", "From a frame's last sample to its events being ready.");
+  seconds_series(out, "brisvox_added_latency_seconds", "", added);
+  model_metrics(out, st);
   sample(out, "brisvox_samples_rejected_total", "counter",
          "Samples an engine stream refused at first (the server holds them back and retries).", st.samples_rejected);
   header(out, "brisvox_events_dropped_total", "counter",
@@ -137,11 +189,9 @@ std::string render_prometheus(const EngineStats& st, const ServerMetrics& server
   fmt::format_to(std::back_inserter(out), "brisvox_events_dropped_total{{stage=\"send_queue\"}} {}\n",
                  server.messages_dropped.load());
   sample(out, "brisvox_overload_events_total", "counter", "Overload events raised by the engine.", st.overload_events);
-  sample(out, "brisvox_run_errors_total", "counter", "Failed VAD model runs (timeouts included).", st.run_errors);
-  sample(out, "brisvox_run_timeouts_total", "counter", "VAD runs cancelled after run_timeout_ms.", st.run_timeouts);
-  sample(out, "brisvox_turn_errors_total", "counter", "Failed Smart Turn runs (timeouts included).", st.turn_errors);
-  sample(out, "brisvox_turn_timeouts_total", "counter", "Smart Turn runs cancelled after run_timeout_ms.",
-         st.turn_timeouts);
+  sample(out, "brisvox_payloads_dropped_total", "counter",
+         "Payloads (segment audio) that did not fit their stream's channel: the reader fell behind.",
+         st.payloads_dropped);
   header(out, "brisvox_errors_total", "counter", "Errors reported to clients, by code.");
   for (const auto& [code, n] : server.errors()) {
     fmt::format_to(std::back_inserter(out), "brisvox_errors_total{{code=\"{}\"}} {}\n", label_value(code), n);

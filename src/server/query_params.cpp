@@ -102,7 +102,9 @@ std::map<std::string, std::string> parse_query_string(std::string_view query) {
 AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint) {
   AudioRequest r;
   r.stream.sample_rate_hz = 16000;
-  SegmenterParams& p = r.stream.vad;
+  SegmenterParams& p = r.stream.vad.params;
+  TurnParams turn;  // used when events= lists turn
+  bool wants_turn = false;
   for (const auto& [key, value] : parse_query_string(query)) {
     if (key == "sample_rate") {
       r.stream.sample_rate_hz =
@@ -112,8 +114,8 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
       r.encoding = parse_encoding(value);
       r.encoding_given = true;
     } else if (key == "model_rate") {
-      r.stream.model_rate_hz = parse_int_in(key, value, 0, 16000);
-      if (r.stream.model_rate_hz != 8000 && r.stream.model_rate_hz != 16000) {
+      r.stream.vad.model_rate_hz = parse_int_in(key, value, 0, 16000);
+      if (r.stream.vad.model_rate_hz != 8000 && r.stream.vad.model_rate_hz != 16000) {
         fail(fmt::format("query key 'model_rate' must be 8000 or 16000, got {}", value));
       }
     } else if (key == "events") {
@@ -123,9 +125,9 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
         const std::string_view item = list.substr(0, comma);
         list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
         if (item == "vad") {
-          r.stream.emit_probabilities = true;
+          r.stream.vad.emit_probabilities = true;
         } else if (item == "turn") {
-          r.stream.detect_turns = true;  // the server checks it has a turn model
+          wants_turn = true;  // the server checks it has a turn model
         } else if (!item.empty()) {
           fail(
               fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad, turn "
@@ -154,13 +156,13 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
     } else if (key == "use_max_poss_sil_at_max_speech") {
       p.use_max_poss_sil_at_max_speech = parse_bool(key, value);
     } else if (key == "stop_ms") {
-      r.stream.turn.stop_ms = parse_int_in(key, value, 0, 60000);
+      turn.stop_ms = parse_int_in(key, value, 0, 60000);
     } else if (key == "pre_speech_ms") {
-      r.stream.turn.pre_speech_ms = parse_int_in(key, value, 0, 8000);
+      turn.pre_speech_ms = parse_int_in(key, value, 0, 8000);
     } else if (key == "max_silence_ms") {
-      r.stream.turn.max_silence_ms = parse_int_in(key, value, 0, 600000);
+      turn.max_silence_ms = parse_int_in(key, value, 0, 600000);
     } else if (key == "turn_threshold") {
-      r.stream.turn.turn_threshold = parse_double(key, value);
+      turn.turn_threshold = parse_double(key, value);
     } else {
       fail(
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
@@ -176,6 +178,10 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
     } else if (!r.sample_rate_given && endpoint == AudioEndpoint::kVad) {
       fail(fmt::format("headerless {} audio needs query key 'sample_rate'", to_string(r.encoding)));
     }
+  }
+  if (wants_turn) {
+    r.stream.turn = TurnStage{};
+    r.stream.turn->params = turn;
   }
   // The segmenter's own checks name its fields, which are the query's keys.
   p.validate();

@@ -24,7 +24,7 @@ std::string_view target_path(std::string_view target);
 
 // What a client asked for, with every default filled in.
 struct AudioRequest {
-  StreamConfig stream;  // sample_rate_hz, model_rate_hz, vad, emit_probabilities
+  StreamConfig stream;  // sample_rate_hz and the pipeline: vad (model rate, parameters, events=vad), turn
   SampleEncoding encoding = SampleEncoding::kPcmS16le;
   bool encoding_given = false;  // POST /v1/vad: the body is headerless PCM only when given
   bool sample_rate_given = false;

@@ -44,7 +44,7 @@ struct ServerLimits {
   // StreamConfig::buffer_ms of the engine streams. Small on purpose: audio pushed ahead of the
   // workers waits in the engine and counts as queue delay (which drives admission control), while
   // audio held by the session does not.
-  int engine_buffer_ms = 256;
+  int engine_buffer_ms = 128;
 };
 
 struct ServerConfig {

@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 
 #include "brisvox/audio/audio_file.h"
+#include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "brisvox/models/vad/segmenter_params.h"
 #include "server/messages.h"
@@ -22,84 +21,6 @@ HttpAnswer error_answer(int status, std::string_view code, std::string_view mess
   a.error_code = std::string(code);
   a.body = http_error_body(code, message);
   return a;
-}
-
-struct Result {
-  std::vector<std::pair<double, double>> segments_s;
-  std::vector<float> frame_probs;
-  nlohmann::ordered_json turns = nlohmann::ordered_json::array();  // with events=turn
-};
-
-// Feeds the audio as fast as the stream takes it (as `brisvox vad` does) and collects the events.
-// `pushed`: samples the stream took so far, also when this throws.
-Result run_stream(Engine& engine, const Audio& audio, StreamConfig config, const std::atomic<bool>& abort,
-                  std::size_t& pushed) {
-  config.sample_rate_hz = audio.sample_rate_hz;
-  config.turn_wait_for_verdict = true;  // a whole file: the result must not depend on timing
-  Stream stream = engine.open_stream(config);
-  Result r;
-  bool flushed = false;
-  bool ended = false;
-  double end_s = 0;
-  Event events[32];
-  while (!ended) {
-    if (abort.load()) throw Error(ErrorCode::kClosed, "the server is shutting down");
-    bool progress = false;
-    if (pushed < audio.samples.size()) {
-      const std::size_t room = std::min(audio.samples.size() - pushed, stream.writable());
-      if (room > 0) {
-        pushed += stream.push(std::span(audio.samples).subspan(pushed, room));
-        progress = true;
-      }
-    } else if (!flushed) {
-      stream.flush();
-      flushed = true;
-      progress = true;
-    }
-    for (std::size_t n; (n = stream.poll(events)) > 0;) {
-      progress = true;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Event& e = events[i];
-        switch (e.type) {
-          case EventType::kSpeechEnd:
-            r.segments_s.emplace_back(e.start_s, e.end_s);
-            break;
-          case EventType::kVadProbability:
-            r.frame_probs.push_back(e.probability);
-            break;
-          case EventType::kTurnEnd: {
-            nlohmann::ordered_json t{{"start", e.start_s}, {"end", e.end_s}};
-            if (e.probability >= 0.0f) t["probability"] = e.probability; else t["probability"] = nullptr;
-            t["reason"] = std::string(to_string(e.turn_reason));
-            r.turns.push_back(std::move(t));
-            break;
-          }
-          case EventType::kError:
-            throw Error(e.error_code, stream.last_error());
-          case EventType::kEndOfStream:
-            ended = true;
-            end_s = e.end_s;
-            break;
-          default:
-            break;  // speech starts; no overload (only what fits is pushed); no other types asked for
-        }
-      }
-    }
-    if (!progress) stream.wait_events(std::chrono::microseconds(500));
-  }
-  if (config.emit_probabilities) {
-    // As `brisvox vad --frame-probs`: every model frame must have its probability.
-    const int model_rate =
-        config.model_rate_hz != 0 ? config.model_rate_hz : (audio.sample_rate_hz == 8000 ? 8000 : 16000);
-    const auto chunk = static_cast<std::size_t>(vad_window_samples(model_rate));
-    const auto total = static_cast<std::size_t>(std::llround(end_s * model_rate));
-    const std::size_t expected = (total + chunk - 1) / chunk;
-    if (r.frame_probs.size() != expected) {
-      throw Error(ErrorCode::kInternal, fmt::format("{} of {} frame probabilities arrived (events were dropped)",
-                                                    r.frame_probs.size(), expected));
-    }
-  }
-  return r;
 }
 
 }  // namespace
@@ -141,26 +62,25 @@ HttpAnswer run_vad_request(Engine& engine, ServerMetrics& metrics, std::string_v
       audio = read_audio_memory(std::as_bytes(std::span(body.data(), body.size())), request.name);
     }
     metrics.audio_samples_received.fetch_add(audio.samples.size(), std::memory_order_relaxed);
-    std::size_t pushed = 0;
-    Result r;
-    try {
-      r = run_stream(engine, audio, request.stream, abort, pushed);
-    } catch (...) {
+    const std::size_t num_samples = audio.samples.size();
+    OfflineInput input{request.name, std::move(audio)};
+    OfflineOptions options;
+    options.stream = request.stream;
+    options.abort = &abort;
+    const OfflineResult r = run_offline(engine, input, options);
+    if (r.error) {
       // What the engine took is its to count (analysed or discarded when the stream closed).
-      metrics.count_loss(AudioLoss::kRequestFailed, audio.samples.size() - pushed);
-      throw;
+      metrics.count_loss(AudioLoss::kRequestFailed, num_samples - r.samples_fed);
+      throw *r.error;
     }
-    // The same object, key order and number format as `brisvox vad --format json`.
-    nlohmann::ordered_json j;
-    j["file"] = request.name;
-    j["sample_rate"] = audio.sample_rate_hz;
-    j["duration"] = audio.duration_s();
-    j["segments"] = nlohmann::ordered_json::array();
-    for (const auto& [start, end] : r.segments_s) j["segments"].push_back({{"start", start}, {"end", end}});
-    if (request.stream.emit_probabilities) j["frame_probs"] = r.frame_probs;
-    if (request.stream.detect_turns) j["turns"] = r.turns;  // as `brisvox turn` prints them
+    // The same object, key order and number format as `brisvox vad --format json`; turns as
+    // `brisvox turn` prints them.
+    std::vector<ResultPart> parts{ResultPart::kSegments};
+    if (request.stream.vad.emit_probabilities) parts.push_back(ResultPart::kFrameProbs);
+    if (request.stream.turn) parts.push_back(ResultPart::kTurns);
     HttpAnswer a;
-    a.body = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    a.body = result_json(r, parts);
+    a.body += "\n";
     return a;
   } catch (const Error& e) {
     return error_answer(http_status_for(e.code()), to_string(e.code()), e.what());

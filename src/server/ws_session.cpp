@@ -15,6 +15,7 @@
 #endif
 
 #include "brisvox/error.h"
+#include "brisvox/models/vad/silero_rates.h"
 #include "server/control_message.h"
 #include "server/messages.h"
 #include "server/server_log.h"
@@ -41,9 +42,10 @@ constexpr std::uint16_t kCloseTryLater = 1013;
 // 32 ms; 5 ms keeps the added delay small without spinning.
 constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 
-// A resampled stream's flush() waits for room for the resampler's tail: flush only once this much
-// model-rate room is free, so that it never waits on the strand.
-constexpr double kFlushRoomSamples = 2048;
+// A resampled stream's flush() waits for room for the resampler's tail: flush only once half the
+// engine stream's buffer is free (1024 model-rate samples at 16 kHz and 128 ms, several times
+// libsoxr's tail), so that it does not wait on the strand.
+double flush_room_samples(int model_rate_hz, int buffer_ms) { return model_rate_hz * buffer_ms / 2000.0; }
 
 // While the kernel send buffer is full, how often the session looks again: from the first to the
 // last, doubling (a client that reads again is served within 50 ms; one that never reads costs 20
@@ -73,8 +75,7 @@ WsSession::WsSession(beast::tcp_stream&& socket, ServerContext& ctx, AudioReques
       peer_(std::move(peer)),
       stream_(std::move(stream)),
       wakeup_(std::move(wakeup)),
-      model_rate_hz_(request_.stream.model_rate_hz != 0 ? request_.stream.model_rate_hz
-                                                        : (request_.stream.sample_rate_hz == 8000 ? 8000 : 16000)),
+      model_rate_hz_(silero_model_rate_hz(request_.stream.sample_rate_hz, request_.stream.vad.model_rate_hz)),
       decoder_(request_.encoding, request_.stream.sample_rate_hz),
       rate_(ctx.config.limits.max_rate, ctx.config.limits.burst_s),
       queue_(ctx.config.limits.send_queue_messages, ctx.config.limits.send_queue_bytes),
@@ -135,7 +136,7 @@ void WsSession::on_accept(beast::error_code ec) {
   ctx_.metrics.websocket_sessions_active.fetch_add(1);
   ctx_.metrics.websocket_sessions_total.fetch_add(1);
   log_server("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
-             to_string(request_.encoding), model_rate_hz_, request_.stream.emit_probabilities ? ", events=vad" : "");
+             to_string(request_.encoding), model_rate_hz_, request_.stream.vad.emit_probabilities ? ", events=vad" : "");
   send(ready_message(id_, request_, model_rate_hz_, ctx_.config.limits));
   last_activity_ = Clock::now();
   arm_idle_timer();
@@ -292,7 +293,8 @@ void WsSession::push_pending() {
 bool WsSession::ready_to_flush() {
   if (request_.stream.sample_rate_hz == model_rate_hz_) return true;  // no resampler: flush() never waits
   const double ratio = static_cast<double>(model_rate_hz_) / request_.stream.sample_rate_hz;
-  return static_cast<double>(stream_.writable()) * ratio >= kFlushRoomSamples;
+  return static_cast<double>(stream_.writable()) * ratio >=
+         flush_room_samples(model_rate_hz_, ctx_.config.limits.engine_buffer_ms);
 }
 
 void WsSession::advance() {

@@ -8,7 +8,7 @@
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "engine/input_tally.h"
+#include "engine/stream/input_tally.h"
 #include "test_paths.h"
 
 namespace brisvox {
@@ -18,10 +18,10 @@ using engine::tally_input;
 
 EngineConfig one_worker(const std::string& model) {
   EngineConfig c;
-  c.vad_model = model;
-  c.num_workers = 1;
-  c.max_batch = 8;
-  c.max_gather_wait_us = 500;
+  c.model("vad").path = model;
+  c.model("vad").num_workers = 1;
+  c.model("vad").max_batch = 8;
+  c.model("vad").max_gather_wait_us = 500;
   return c;
 }
 

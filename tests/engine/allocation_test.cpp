@@ -95,14 +95,14 @@ TEST(WarmPathAllocations, TheEngineAddsNoneToOrts) {
   const double ort_per_run = allocations_per_run(probe, 16);
 
   EngineConfig config;
-  config.vad_model = test::bundled_model("silero_vad_v5.onnx");
-  config.num_workers = 1;
-  config.max_batch = 16;
-  config.max_gather_wait_us = 200000;  // wait for all 16: every batch is full
+  config.model("vad").path = test::bundled_model("silero_vad_v5.onnx");
+  config.model("vad").num_workers = 1;
+  config.model("vad").max_batch = 16;
+  config.model("vad").max_gather_wait_us = 200000;  // wait for all 16: every batch is full
   Engine engine(config);
   constexpr int kStreams = 16;
   StreamConfig sc;
-  sc.emit_probabilities = true;  // one event per frame: how the test knows a batch is done
+  sc.vad.emit_probabilities = true;  // one event per frame: how the test knows a batch is done
   std::vector<Stream> streams;
   for (int i = 0; i < kStreams; ++i) streams.push_back(engine.open_stream(sc));
   const Audio audio = load_audio(test::sample_wav());
@@ -124,8 +124,8 @@ TEST(WarmPathAllocations, TheEngineAddsNoneToOrts) {
     for (int r = 0; r < kMeasured; ++r) one_round(kWarmups + r);
   });
   const EngineStats after = engine.stats();
-  const std::uint64_t batches = after.batches - before.batches;
-  ASSERT_EQ(after.frames_processed - before.frames_processed, static_cast<std::uint64_t>(kMeasured * kStreams));
+  const std::uint64_t batches = after.model("vad").runs - before.model("vad").runs;
+  ASSERT_EQ(after.frames_processed() - before.frames_processed(), static_cast<std::uint64_t>(kMeasured * kStreams));
   std::printf("engine: %llu allocations over %llu batches (%.3f per batch); bare ORT: %.3f per Run\n",
               static_cast<unsigned long long>(c.allocations), static_cast<unsigned long long>(batches),
               static_cast<double>(c.allocations) / static_cast<double>(batches), ort_per_run);

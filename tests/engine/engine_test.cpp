@@ -24,10 +24,10 @@ using test::to_seconds;
 
 EngineConfig small_engine(int workers = 2) {
   EngineConfig c;
-  c.vad_model = bundled_model("silero_vad_v5.onnx");
-  c.num_workers = workers;
-  c.max_batch = 16;
-  c.max_gather_wait_us = 1000;
+  c.model("vad").path = bundled_model("silero_vad_v5.onnx");
+  c.model("vad").num_workers = workers;
+  c.model("vad").max_batch = 16;
+  c.model("vad").max_gather_wait_us = 1000;
   return c;
 }
 
@@ -42,7 +42,7 @@ std::vector<float> offline_probs(std::span<const float> audio, int rate) {
 TEST(Engine, OneStreamGivesTheOfflineSegmentsAndProbabilities) {
   Engine engine(small_engine());
   StreamConfig sc;
-  sc.emit_probabilities = true;
+  sc.vad.emit_probabilities = true;
   Stream s = engine.open_stream(sc);
   const auto r = feed_all(s, test::sample_audio().samples, 1);
   ASSERT_TRUE(r.ended);
@@ -81,7 +81,7 @@ TEST(Engine, ManyConcurrentStreamsAreEachExact) {
   std::vector<std::thread> feeders;
   std::vector<Stream> streams;
   StreamConfig sc;
-  sc.emit_probabilities = true;
+  sc.vad.emit_probabilities = true;
   for (int i = 0; i < kStreams; ++i) streams.push_back(engine.open_stream(sc));
   // Three feeder threads, eight streams each, interleaving pushes.
   for (int t = 0; t < 3; ++t) {
@@ -101,15 +101,15 @@ TEST(Engine, ManyConcurrentStreamsAreEachExact) {
   }
   const EngineStats st = engine.stats();
   std::uint64_t batched = 0, batches = 0;
-  for (std::size_t b = 1; b < st.batch_size_counts.size(); ++b) {
-    batched += b * st.batch_size_counts[b];
-    batches += st.batch_size_counts[b];
+  for (std::size_t b = 1; b < st.model("vad").batch_size_counts.size(); ++b) {
+    batched += b * st.model("vad").batch_size_counts[b];
+    batches += st.model("vad").batch_size_counts[b];
   }
-  EXPECT_EQ(batched, st.frames_processed);
-  EXPECT_EQ(batches, st.batches);
-  EXPECT_LT(st.batches, st.frames_processed) << "frames of different streams must share runs";
-  EXPECT_EQ(st.queue_delay.count, st.frames_processed);
-  EXPECT_EQ(st.added_latency.count, st.frames_processed);
+  EXPECT_EQ(batched, st.frames_processed());
+  EXPECT_EQ(batches, st.model("vad").runs);
+  EXPECT_LT(st.model("vad").runs, st.frames_processed()) << "frames of different streams must share runs";
+  EXPECT_EQ(st.model("vad").queue_delay.count(), st.frames_processed());
+  EXPECT_EQ(st.model("vad").latency.count(), st.frames_processed());
 }
 
 TEST(Engine, EightKilohertzStreamsRunNatively) {
@@ -118,7 +118,7 @@ TEST(Engine, EightKilohertzStreamsRunNatively) {
   ASSERT_EQ(prompt.sample_rate_hz, 8000);
   StreamConfig sc;
   sc.sample_rate_hz = 8000;
-  sc.emit_probabilities = true;
+  sc.vad.emit_probabilities = true;
   Stream s = engine.open_stream(sc);
   const auto r = feed_all(s, prompt.samples, 7);
   const auto probs = offline_probs(prompt.samples, 8000);
@@ -133,7 +133,7 @@ TEST(Engine, OtherRatesAreResampledLikeTheOfflinePath) {
   const std::vector<float> at48k = resample(test::sample_audio().samples, 16000, 48000);
   StreamConfig sc;
   sc.sample_rate_hz = 48000;
-  sc.emit_probabilities = true;
+  sc.vad.emit_probabilities = true;
   Stream s = engine.open_stream(sc);
   const auto r = feed_all(s, at48k, 9, 5000);
   ASSERT_TRUE(r.ended);
@@ -236,7 +236,7 @@ TEST(Engine, RefusesStreamsBeyondCapacity) {
 
 TEST(Engine, InvalidConfigsAreRejectedWithTheField) {
   EngineConfig bad = small_engine(1);
-  bad.max_batch = 0;
+  bad.model("vad").max_batch = -1;
   try {
     Engine e(bad);
     FAIL();
@@ -245,10 +245,10 @@ TEST(Engine, InvalidConfigsAreRejectedWithTheField) {
   }
   Engine engine(small_engine(1));
   StreamConfig sc;
-  sc.model_rate_hz = 22050;
+  sc.vad.model_rate_hz = 22050;
   EXPECT_THROW(engine.open_stream(sc), Error);
   sc = {};
-  sc.vad.threshold = 1.5;
+  sc.vad.params.threshold = 1.5;
   EXPECT_THROW(engine.open_stream(sc), Error);
 }
 
@@ -314,7 +314,7 @@ TEST(Engine, DrainFlushesOpenStreams) {
 TEST(Engine, ARunErrorBecomesErrorEventsAndTheWorkerSurvives) {
   // silero_failing.onnx fails for every batch size but 4.
   EngineConfig config = small_engine(1);
-  config.vad_model = test::generated_model("silero_failing.onnx");
+  config.model("vad").path = test::generated_model("silero_failing.onnx");
   Engine engine(config);
   Stream s = engine.open_stream({});
   const auto r = feed_all(s, std::span(test::sample_audio().samples).first(5120), 1);
@@ -323,7 +323,7 @@ TEST(Engine, ARunErrorBecomesErrorEventsAndTheWorkerSurvives) {
   for (const Event& e : r.events) errors += e.type == EventType::kError;
   EXPECT_EQ(errors, 10);
   EXPECT_NE(s.last_error().find("silero_failing.onnx"), std::string::npos) << s.last_error();
-  EXPECT_EQ(engine.stats().run_errors, 10u);
+  EXPECT_EQ(engine.stats().model("vad").run_errors, 10u);
   // The worker still serves new streams.
   Stream t = engine.open_stream({});
   EXPECT_TRUE(feed_all(t, std::span(test::sample_audio().samples).first(1024), 2).ended);

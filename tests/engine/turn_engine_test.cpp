@@ -25,10 +25,10 @@ std::vector<float> resample_for_test(const std::vector<float>& audio, int rate) 
 
 EngineConfig turn_engine(const std::string& turn_model) {
   EngineConfig c;
-  c.vad_model = test::bundled_model("silero_vad_v5.onnx");
-  c.num_workers = 1;
-  c.max_batch = 8;
-  c.turn_model = turn_model;
+  c.model("vad").path = test::bundled_model("silero_vad_v5.onnx");
+  c.model("vad").num_workers = 1;
+  c.model("vad").max_batch = 8;
+  if (!turn_model.empty()) c.models.push_back(ModelSpec::smart_turn(turn_model));
   return c;
 }
 
@@ -72,8 +72,8 @@ std::vector<TurnAction> offline_turns(const std::vector<float>& audio, int rate)
 TEST(EngineTurns, VerdictsAndTurnsMatchAnOfflineRunOfTheSameModel) {
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny.onnx")));
   StreamConfig sc;
-  sc.detect_turns = true;
-  sc.turn_wait_for_verdict = true;
+  sc.turn = TurnStage{};
+  sc.turn->wait_for_verdict = true;
   Stream s = engine.open_stream(sc);
   const Audio audio = load_audio(test::sample_wav());
   const auto r = test::feed_all(s, audio.samples, 5);
@@ -96,17 +96,17 @@ TEST(EngineTurns, VerdictsAndTurnsMatchAnOfflineRunOfTheSameModel) {
     }
   }
   const EngineStats st = engine.stats();
-  EXPECT_GE(st.turn_analyses, expected.size() - 1);
-  EXPECT_EQ(st.turn_latency.count, st.turn_analyses);
-  EXPECT_EQ(st.turn_errors, 0u);
+  EXPECT_GE(st.model("turn").items, expected.size() - 1);
+  EXPECT_EQ(st.model("turn").latency.count(), st.model("turn").items);
+  EXPECT_EQ(st.model("turn").run_errors, 0u);
 }
 
 TEST(EngineTurns, EightKilohertzTurnsAreUpsampledForTheModel) {
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny.onnx")));
   StreamConfig sc;
   sc.sample_rate_hz = 8000;
-  sc.detect_turns = true;
-  sc.turn_wait_for_verdict = true;
+  sc.turn = TurnStage{};
+  sc.turn->wait_for_verdict = true;
   Stream s = engine.open_stream(sc);
   const Audio prompt = load_audio("/usr/share/asterisk/sounds/en_US_f_Allison/agent-loggedoff.wav");
   const auto r = test::feed_all(s, prompt.samples, 3);
@@ -125,8 +125,8 @@ TEST(EngineTurns, EightKilohertzTurnsAreUpsampledForTheModel) {
 TEST(EngineTurns, RenamedTensorsAreBoundByPosition) {
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny_renamed.onnx")));
   StreamConfig sc;
-  sc.detect_turns = true;
-  sc.turn_wait_for_verdict = true;
+  sc.turn = TurnStage{};
+  sc.turn->wait_for_verdict = true;
   Stream s = engine.open_stream(sc);
   const Audio audio = load_audio(test::sample_wav());
   const auto r = test::feed_all(s, std::span(audio.samples).first(16000 * 8), 2);
@@ -149,7 +149,7 @@ TEST(EngineTurns, StreamsCannotAskForTurnsWithoutATurnModel) {
   EngineConfig c = turn_engine("");
   Engine engine(c);
   StreamConfig sc;
-  sc.detect_turns = true;
+  sc.turn = TurnStage{};
   try {
     engine.open_stream(sc);
     FAIL();

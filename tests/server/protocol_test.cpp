@@ -36,7 +36,8 @@ TEST(QueryParams, DefaultsAndEveryKey) {
   AudioRequest d = parse_audio_request("", AudioEndpoint::kStream);
   EXPECT_EQ(d.stream.sample_rate_hz, 16000);
   EXPECT_EQ(d.encoding, SampleEncoding::kPcmS16le);
-  EXPECT_FALSE(d.stream.emit_probabilities);
+  EXPECT_FALSE(d.stream.vad.emit_probabilities);
+  EXPECT_FALSE(d.stream.turn.has_value());
 
   AudioRequest r = parse_audio_request(
       "sample_rate=44100&encoding=pcm_f32le&model_rate=8000&events=vad&threshold=0.6&neg_threshold=0.3"
@@ -45,16 +46,16 @@ TEST(QueryParams, DefaultsAndEveryKey) {
       AudioEndpoint::kStream);
   EXPECT_EQ(r.stream.sample_rate_hz, 44100);
   EXPECT_EQ(r.encoding, SampleEncoding::kPcmF32le);
-  EXPECT_EQ(r.stream.model_rate_hz, 8000);
-  EXPECT_TRUE(r.stream.emit_probabilities);
-  EXPECT_DOUBLE_EQ(r.stream.vad.threshold, 0.6);
-  EXPECT_DOUBLE_EQ(r.stream.vad.neg_threshold, 0.3);
-  EXPECT_EQ(r.stream.vad.min_speech_ms, 100);
-  EXPECT_DOUBLE_EQ(r.stream.vad.max_speech_s, 15.5);
-  EXPECT_EQ(r.stream.vad.min_silence_ms, 300);
-  EXPECT_EQ(r.stream.vad.speech_pad_ms, 10);
-  EXPECT_EQ(r.stream.vad.min_silence_at_max_speech_ms, 50);
-  EXPECT_FALSE(r.stream.vad.use_max_poss_sil_at_max_speech);
+  EXPECT_EQ(r.stream.vad.model_rate_hz, 8000);
+  EXPECT_TRUE(r.stream.vad.emit_probabilities);
+  EXPECT_DOUBLE_EQ(r.stream.vad.params.threshold, 0.6);
+  EXPECT_DOUBLE_EQ(r.stream.vad.params.neg_threshold, 0.3);
+  EXPECT_EQ(r.stream.vad.params.min_speech_ms, 100);
+  EXPECT_DOUBLE_EQ(r.stream.vad.params.max_speech_s, 15.5);
+  EXPECT_EQ(r.stream.vad.params.min_silence_ms, 300);
+  EXPECT_EQ(r.stream.vad.params.speech_pad_ms, 10);
+  EXPECT_EQ(r.stream.vad.params.min_silence_at_max_speech_ms, 50);
+  EXPECT_FALSE(r.stream.vad.params.use_max_poss_sil_at_max_speech);
 }
 
 TEST(QueryParams, G711DefaultsTo8kHz) {
@@ -186,31 +187,44 @@ TEST(RateLimiter, BurstThenRate) {
 
 TEST(Metrics, PrometheusText) {
   EngineStats st;
-  st.num_workers = 2;
   st.active_streams = 3;
-  st.frames_processed = 100;
-  st.batch_size_counts = {0, 10, 5, 0, 1};  // max_batch 4
-  st.queue_delay.count = 4;
-  st.queue_delay.sum_us = 2000;
-  st.queue_delay.buckets = {{10, 1}, {1000, 3}};
-  st.run_errors = 5;
-  st.run_timeouts = 2;
-  st.turn_timeouts = 1;
+  ModelStats vad;
+  vad.name = "vad";
+  vad.family = ModelFamily::kSileroVad;
+  vad.num_workers = 2;
+  vad.items = 100;
+  vad.batch_size_counts = {0, 10, 5, 0, 1};  // max_batch 4
+  for (double us : {5.0, 495.0, 500.0, 1000.0}) vad.queue_delay.record(us);  // 1 <= 10 us, 3 <= 1 ms, sum 2 ms
+  vad.run_errors = 5;
+  vad.run_timeouts = 2;
+  ModelStats turn;
+  turn.name = "turn";
+  turn.family = ModelFamily::kSmartTurn;
+  turn.num_workers = 1;
+  turn.run_timeouts = 1;
+  st.models = {vad, turn};
   ServerMetrics m;
   m.count_error("bad_control");
   m.count_error("bad_control");
   m.count_error("we\"ird");
   const std::string text = render_prometheus(st, m, 123456789);
   for (const char* line :
-       {"brisvox_active_streams 3\n", "brisvox_frames_processed_total 100\n",
-        "brisvox_batch_size_bucket{le=\"1\"} 10\n", "brisvox_batch_size_bucket{le=\"2\"} 15\n",
-        "brisvox_batch_size_bucket{le=\"4\"} 16\n", "brisvox_batch_size_bucket{le=\"+Inf\"} 16\n",
-        "brisvox_batch_size_sum 24\n", "brisvox_queue_delay_seconds_bucket{le=\"1e-05\"} 1\n",
-        "brisvox_queue_delay_seconds_bucket{le=\"0.001\"} 3\n", "brisvox_queue_delay_seconds_bucket{le=\"+Inf\"} 4\n",
-        "brisvox_queue_delay_seconds_sum 0.002\n", "brisvox_errors_total{code=\"bad_control\"} 2\n",
+       {"brisvox_active_streams 3\n", "brisvox_workers 3\n", "brisvox_frames_processed_total 100\n",
+        "brisvox_model_workers{model=\"vad\",family=\"silero_vad\"} 2\n",
+        "brisvox_model_workers{model=\"turn\",family=\"smart_turn\"} 1\n",
+        "brisvox_model_inputs_total{model=\"vad\"} 100\n",
+        "brisvox_batch_size_bucket{model=\"vad\",le=\"1\"} 10\n", "brisvox_batch_size_bucket{model=\"vad\",le=\"2\"} 15\n",
+        "brisvox_batch_size_bucket{model=\"vad\",le=\"4\"} 16\n",
+        "brisvox_batch_size_bucket{model=\"vad\",le=\"+Inf\"} 16\n", "brisvox_batch_size_sum{model=\"vad\"} 24\n",
+        "brisvox_queue_delay_seconds_bucket{model=\"vad\",le=\"1e-05\"} 1\n",
+        "brisvox_queue_delay_seconds_bucket{model=\"vad\",le=\"0.001\"} 3\n",
+        "brisvox_queue_delay_seconds_bucket{model=\"vad\",le=\"+Inf\"} 4\n",
+        "brisvox_queue_delay_seconds_sum{model=\"vad\"} 0.002\n", "brisvox_queue_delay_seconds_count{model=\"vad\"} 4\n",
+        "brisvox_errors_total{code=\"bad_control\"} 2\n",
         "brisvox_errors_total{code=\"we\\\"ird\"} 1\n", "brisvox_process_resident_memory_bytes 123456789\n",
-        "brisvox_run_errors_total 5\n", "brisvox_run_timeouts_total 2\n", "brisvox_turn_timeouts_total 1\n",
-        "# TYPE brisvox_queue_delay_seconds histogram\n"}) {
+        "brisvox_run_errors_total{model=\"vad\"} 5\n", "brisvox_run_timeouts_total{model=\"vad\"} 2\n",
+        "brisvox_run_timeouts_total{model=\"turn\"} 1\n", "# TYPE brisvox_queue_delay_seconds histogram\n",
+        "brisvox_added_latency_seconds_count 0\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
 }

@@ -676,8 +676,11 @@ async def test_healthz_metrics_page(c):
             name, value = line.rsplit(" ", 1)
             values[name] = float(value)
     for name in ["brisvox_active_streams", "brisvox_websocket_sessions_active", "brisvox_streams_opened_total",
-                 "brisvox_streams_refused_total", "brisvox_frames_processed_total", "brisvox_batch_size_count",
-                 "brisvox_queue_delay_seconds_count", "brisvox_inference_seconds_count",
+                 "brisvox_streams_refused_total", "brisvox_frames_processed_total",
+                 'brisvox_batch_size_count{model="vad"}', 'brisvox_queue_delay_seconds_count{model="vad"}',
+                 'brisvox_inference_seconds_count{model="vad"}', 'brisvox_model_latency_seconds_count{model="vad"}',
+                 'brisvox_batches_total{model="vad"}', 'brisvox_model_inputs_total{model="vad"}',
+                 'brisvox_run_errors_total{model="vad"}', 'brisvox_model_workers{model="vad",family="silero_vad"}',
                  "brisvox_added_latency_seconds_count", "brisvox_samples_rejected_total",
                  'brisvox_events_dropped_total{stage="send_queue"}', "brisvox_process_resident_memory_bytes"]:
         assert name in values, f"{name} missing from /metrics"
@@ -686,8 +689,12 @@ async def test_healthz_metrics_page(c):
     assert values['brisvox_errors_total{code="bad_control"}'] >= 4
     assert values['brisvox_errors_total{code="unauthorized"}'] >= 1
     assert 1e7 < values["brisvox_process_resident_memory_bytes"] < 4e9
-    assert values['brisvox_queue_delay_seconds_bucket{le="+Inf"}'] == values["brisvox_queue_delay_seconds_count"]
-    assert values["brisvox_batch_size_count"] > 0 and values["brisvox_inference_seconds_sum"] > 0
+    assert (values['brisvox_queue_delay_seconds_bucket{model="vad",le="+Inf"}'] ==
+            values['brisvox_queue_delay_seconds_count{model="vad"}'])
+    assert values['brisvox_batch_size_count{model="vad"}'] > 0 and values['brisvox_inference_seconds_sum{model="vad"}'] > 0
+    # The VAD model's inputs are the frames, and its latency is the engine's added latency.
+    assert values['brisvox_model_inputs_total{model="vad"}'] == values["brisvox_frames_processed_total"]
+    assert values['brisvox_model_latency_seconds_count{model="vad"}'] == values["brisvox_added_latency_seconds_count"]
     status, _, body = http_request("GET", c.server.url("/"))
     assert status == 200 or (status == 404 and b"index.html" in body), (status, body[:200])
     status, _, body = http_request("GET", c.server.url("/v1/nothing"))

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "brisvox/error.h"
+#include "brisvox/models/vad/silero_rates.h"
 
 namespace brisvox {
 namespace {
@@ -85,11 +86,11 @@ TEST(SegmenterParams, EdgeValuesAreValid) {
 }
 
 TEST(SegmenterParams, WindowOfEachRate) {
-  EXPECT_EQ(vad_window_samples(16000), 512);
-  EXPECT_EQ(vad_window_samples(8000), 256);
+  EXPECT_EQ(silero_chunk_samples(16000), 512);
+  EXPECT_EQ(silero_chunk_samples(8000), 256);
   for (int rate : {0, -16000, 11025, 22050, 32000, 44100, 48000}) {
     try {
-      vad_window_samples(rate);
+      silero_chunk_samples(rate);
       ADD_FAILURE() << rate << " Hz accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

@@ -1,4 +1,8 @@
-// What a stream reports back: speech events, optional per-frame probabilities, and trouble.
+// What a stream reports back: speech events, optional per-frame probabilities, end-of-turn
+// verdicts, and trouble. Events are small fixed-size records copied through a ring per stream
+// (allocation-free); variable-size results (a speech segment's audio; later transcript text and
+// synthesized audio) travel beside them in the stream's bounded payload channel, and their event
+// says how to read them (payload, payload_bytes, payload_id; Stream::read_payload).
 #pragma once
 
 #include <cstdint>
@@ -11,8 +15,8 @@ namespace brisvox {
 
 enum class EventType : std::uint8_t {
   kSpeechStart,      // start_s: where the speech starts (padded), in seconds of stream audio
-  kSpeechEnd,        // start_s, end_s: the finished segment
-  kVadProbability,   // frame_index, start_s/end_s of the frame, probability (StreamConfig::emit_probabilities)
+  kSpeechEnd,        // start_s, end_s: the finished segment (its audio as payload with VadStage::segment_audio)
+  kVadProbability,   // frame_index, start_s/end_s of the frame, probability (VadStage::emit_probabilities)
   kOverload,         // the stream fell behind: backlog_ms of audio waited, or audio/events were refused
   kError,            // error_code; Stream::last_error() has the message
   kEndOfStream,      // after flush(): every event of the stream has been delivered
@@ -22,18 +26,32 @@ enum class EventType : std::uint8_t {
 
 std::string_view to_string(EventType type) noexcept;
 
-// Plain data, 48 bytes: events are copied through a fixed ring per stream, never allocated.
+// Whether an event comes with a payload in the stream's payload channel.
+enum class PayloadStatus : std::uint8_t {
+  kNone,       // no payload
+  kAttached,   // payload_bytes bytes wait in the channel under payload_id
+  kTruncated,  // attached, but holds only the end of what it describes (a segment longer than the
+               // audio the stream keeps: VadStage::max_segment_audio_s)
+  kDropped,    // there was one, but the channel was full (the reader fell behind); counted in
+               // EngineStats::payloads_dropped
+};
+
+// Plain data, 48 bytes.
 struct Event {
   EventType type = EventType::kSpeechStart;
-  ErrorCode error_code = ErrorCode::kInternal;  // kError only
+  ErrorCode error_code = ErrorCode::kInternal;                  // kError only
   TurnAction::Reason turn_reason = TurnAction::Reason::kModel;  // kTurnEnd only
+  PayloadStatus payload = PayloadStatus::kNone;
   float probability = 0.0f;                     // kVadProbability, kTurn*
   double start_s = 0.0;
   double end_s = 0.0;
-  std::int64_t frame_index = 0;                 // kVadProbability: index of the model frame
+  std::int64_t frame_index = 0;                 // kVadProbability, kError: index of the model frame
   // kOverload: how far behind the stream was (ms of audio waiting), and what was refused so far.
   std::uint32_t backlog_ms = 0;
   std::uint32_t rejected_samples = 0;
+  // With a payload: its size, and its number in the stream (1, 2, ...), for Stream::read_payload.
+  std::uint32_t payload_bytes = 0;
+  std::uint32_t payload_id = 0;
 };
 
 }  // namespace brisvox

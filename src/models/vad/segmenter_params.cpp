@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "brisvox/error.h"
+#include "brisvox/models/vad/silero_rates.h"
 
 namespace brisvox {
 namespace {
@@ -60,20 +61,11 @@ double SegmenterParams::effective_neg_threshold() const {
   return std::min(std::max(threshold - 0.15, 0.01), threshold);
 }
 
-int vad_window_samples(int sample_rate_hz) {
-  if (sample_rate_hz == 16000) return 512;
-  if (sample_rate_hz == 8000) return 256;
-  invalid(
-      fmt::format("sample rate {} Hz is not supported: Silero VAD runs at 16000 or 8000 Hz "
-                  "(resample the audio first)",
-                  sample_rate_hz));
-}
-
 SegmenterSamples SegmenterSamples::from(const SegmenterParams& params, int sample_rate_hz) {
   params.validate();
   SegmenterSamples s;
   s.sample_rate_hz = sample_rate_hz;
-  s.window_samples = vad_window_samples(sample_rate_hz);
+  s.window_samples = silero_chunk_samples(sample_rate_hz);
   s.threshold = params.threshold;
   s.neg_threshold = params.effective_neg_threshold();
   // rate / 1000 is a whole number (8 or 16), so these equal silero-vad's `rate * ms / 1000`.

@@ -41,10 +41,6 @@ constexpr int kMaxRow = 512 + 64;
 
 }  // namespace
 
-int silero_chunk_samples(int sample_rate_hz) { return kChunk[static_cast<std::size_t>(rate_index(sample_rate_hz))]; }
-int silero_context_samples(int sample_rate_hz) {
-  return kContext[static_cast<std::size_t>(rate_index(sample_rate_hz))];
-}
 
 struct SileroVad::Impl {
   // Ort::Values over the buffers below for every (rate, batch size): creating them per run would

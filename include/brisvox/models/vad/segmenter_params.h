@@ -50,9 +50,7 @@ struct SegmenterParams {
   double effective_neg_threshold() const;
 };
 
-// The samples per probability frame (window) of Silero VAD at a rate: 512 at 16000 Hz, 256 at
-// 8000 Hz. Throws Error(kInvalidArgument) for any other rate.
-int vad_window_samples(int sample_rate_hz);
+// The samples per probability frame (window) at a rate: silero_chunk_samples (silero_rates.h).
 
 // SegmenterParams turned into samples at one rate, computed as silero-vad does. silero-vad
 // computes `rate * ms / 1000` in floating point; at 8000 and 16000 Hz every such product of an

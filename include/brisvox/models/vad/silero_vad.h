@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/models/vad/silero_rates.h"
 #include "brisvox/runtime/model_info.h"
 #include "brisvox/runtime/session_config.h"
 
@@ -41,10 +42,6 @@ struct SileroStreamState {
   }
 };
 
-// The model's chunk and context sizes at a rate: 16000 -> 512 + 64, 8000 -> 256 + 32.
-// Throws Error(kInvalidArgument) for any other rate.
-int silero_chunk_samples(int sample_rate_hz);
-int silero_context_samples(int sample_rate_hz);
 
 struct SileroConfig {
   std::string model_path;  // see resolve_vad_model() for aliases

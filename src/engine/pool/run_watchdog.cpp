@@ -1,9 +1,9 @@
-#include "engine/run_watchdog.h"
+#include "engine/pool/run_watchdog.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "engine/stream_slot.h"
+#include "engine/pool/pool_clock.h"
 #include "base/log.h"
 
 namespace brisvox::engine {

@@ -1,5 +1,5 @@
 // Single-producer single-consumer rings over preallocated storage: the per-stream sample buffer
-// (caller thread -> worker) and event queue (worker -> reader). Positions only grow (64-bit: no
+// (caller thread -> worker), event queue and payload bytes (worker -> reader). Positions only grow (64-bit: no
 // wrap in practice); the capacity is a power of two so an index is `position & mask`.
 #pragma once
 
@@ -43,10 +43,30 @@ class SpscRing {
     return n;
   }
 
-  // Consumer: copies `out.size()` items starting at the read position without consuming them;
-  // the caller must have checked size().
-  void peek(std::span<T> out) const noexcept {
-    const std::size_t start = static_cast<std::size_t>(read_.load(std::memory_order_relaxed)) & mask_;
+  // Producer: appends every part, or nothing when they do not fit together; the reader sees them
+  // all at once (one release store).
+  bool write_all(std::span<const std::span<const T>> parts) noexcept {
+    const std::uint64_t w = write_.load(std::memory_order_relaxed);
+    const std::uint64_t r = read_.load(std::memory_order_acquire);
+    std::size_t total = 0;
+    for (const auto& p : parts) total += p.size();
+    if (total > capacity() - static_cast<std::size_t>(w - r)) return false;
+    std::uint64_t at = w;
+    for (const auto& p : parts) {
+      const std::size_t start = static_cast<std::size_t>(at) & mask_;
+      const std::size_t first = std::min(p.size(), capacity() - start);
+      std::copy_n(p.data(), first, buffer_.data() + start);
+      std::copy_n(p.data() + first, p.size() - first, buffer_.data());
+      at += p.size();
+    }
+    write_.store(at, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer: copies `out.size()` items starting `offset` items after the read position without
+  // consuming them; the caller must have checked size().
+  void peek(std::span<T> out, std::size_t offset = 0) const noexcept {
+    const std::size_t start = static_cast<std::size_t>(read_.load(std::memory_order_relaxed) + offset) & mask_;
     const std::size_t first = std::min(out.size(), capacity() - start);
     std::copy_n(buffer_.data() + start, first, out.data());
     std::copy_n(buffer_.data(), out.size() - first, out.data() + first);

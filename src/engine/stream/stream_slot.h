@@ -1,60 +1,52 @@
 // Everything one stream owns, allocated once at open_stream(): the sample ring the caller writes
-// and its worker reads, the model's recurrent state, the segmenter, and the event ring the worker
-// writes and the caller reads. About 13 KiB with the default 128 ms buffer at 16 kHz.
+// and its VAD worker reads, the state of each stage of its pipeline, and the event ring (and, when
+// a stage produces payloads, the payload channel) the worker writes and the caller reads. About
+// 12 KiB with the default 128 ms buffer at 16 kHz and VAD only (tests/engine/stream_memory_test.cpp
+// counts it).
+//
+// A stream is a job of its VAD pool (PoolJob, key = its model rate) and is pinned to one VAD
+// worker for its life: that worker alone touches the "worker side" fields below.
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "brisvox/audio/resampler.h"
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/silero_vad.h"
-#include "brisvox/models/turn/turn_detector.h"
 #include "brisvox/models/vad/streaming_segmenter.h"
-#include "engine/spsc_ring.h"
+#include "engine/pool/pool_clock.h"
+#include "engine/pool/pool_job.h"
+#include "engine/stream/audio_history.h"
+#include "engine/stream/payload_channel.h"
+#include "engine/stream/spsc_ring.h"
 
 namespace brisvox::engine {
 
-class Worker;
+class VadPool;            // stages/vad_stage.h
+struct TurnStreamState;   // stages/turn_stage.h
 
-// End-of-turn state of a stream that asked for it (StreamConfig::detect_turns).
-struct TurnSlot {
-  TurnSlot(int model_rate_hz, int frame_samples, const TurnParams& params);
-  TurnDetector detector;                 // VAD worker only
-  std::vector<float> history;            // ring of the last ~9 s of model-rate audio (VAD worker)
-  std::int64_t history_written = 0;      // samples appended (VAD worker)
-  bool deferred = false;                 // an analysis waits for a free request slot
-  TurnAction deferred_action;
-  bool flush_started = false;            // detector.flush() was called
-  // Mailbox from the turn worker: probability and failure first, then the id (release).
-  float verdict_probability = 0.0f;
-  bool verdict_failed = false;
-  bool verdict_timed_out = false;        // failed because the run passed EngineConfig::run_timeout_ms
-  std::atomic<std::uint64_t> verdict_id{0};
-  std::atomic<bool> in_flight{false};    // a request of this stream is with the turn pool
-};
+// PoolJob::key of a stream: which model rate it runs at (a VAD batch holds one rate).
+inline int vad_rate_key(int model_rate_hz) noexcept { return model_rate_hz == 16000 ? 0 : 1; }
+inline constexpr int kNumVadRateKeys = 2;
 
-using Clock = std::chrono::steady_clock;
-
-inline std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-struct StreamSlot : std::enable_shared_from_this<StreamSlot> {
-  StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, int model_rate, Worker* owner);
+struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
+  // `vad_pool`, `worker`: where the stream runs. `turn` set when the pipeline has a turn stage.
+  StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& vad_pool, int vad_worker,
+             std::unique_ptr<TurnStreamState> turn_state);
+  ~StreamSlot();
 
   const std::uint64_t id;
   const StreamConfig config;
   const int model_rate_hz;
-  const int rate_index;     // 0: 16 kHz, 1: 8 kHz (a worker batches one rate at a time)
   const int chunk_samples;  // model frame
-  Worker* const worker;
+  VadPool* const vad_pool;
 
   // --- caller (producer) side -------------------------------------------------------------
   std::optional<Resampler> resampler;  // only when the input rate is not the model rate
@@ -80,12 +72,11 @@ struct StreamSlot : std::enable_shared_from_this<StreamSlot> {
   std::uint64_t input_accepted = 0;
   bool flush_tail_refused = false;
 
-  // --- scheduling ---------------------------------------------------------------------------
-  std::atomic<bool> queued{false};          // in its worker's ready queue
-  std::int64_t ready_since_ns = 0;          // when it was queued (worker mutex)
-  std::atomic<bool> close_requested{false}; // the handle let go: the worker removes the slot
+  // --- lifecycle ----------------------------------------------------------------------------
+  std::atomic<bool> close_requested{false};  // the handle let go: the worker retires the slot
+  std::size_t registry_index = 0;            // in the engine's StreamRegistry (its mutex)
 
-  // --- worker side (touched by the owning worker only) ------------------------------------
+  // --- worker side (touched by the owning VAD worker only) --------------------------------
   SileroStreamState vad_state;
   StreamingSegmenter segmenter;
   std::int64_t frames_done = 0;
@@ -96,18 +87,28 @@ struct StreamSlot : std::enable_shared_from_this<StreamSlot> {
   bool finished = false;               // kEndOfStream emitted
   bool segments_flushed = false;       // the segmenter's final events were emitted
   std::atomic<bool> finished_flag{false};
-  std::unique_ptr<TurnSlot> turn;      // only with detect_turns
-  std::atomic<bool> retired{false};    // removed from its worker; memory kept until unreferenced
+  std::atomic<bool> retired{false};    // removed from the registry; memory kept until unreferenced
+  // The last seconds of model-rate audio, for the stages that look back (turn, segment audio).
+  std::optional<AudioHistory> history;
+  std::unique_ptr<TurnStreamState> turn;  // the turn stage, when the pipeline has one
 
-  // --- events (worker -> reader) ------------------------------------------------------------
+  // --- events and payloads (worker -> reader) -----------------------------------------------
   SpscRing<Event> events;
   std::atomic<std::uint64_t> events_dropped{0};
+  std::unique_ptr<PayloadChannel> payloads;  // only when a stage produces payloads
+  std::uint32_t next_payload_id = 1;          // worker
+  std::atomic<std::uint64_t> payloads_dropped{0};
+  std::atomic<std::uint64_t> payloads_unread{0};  // reader: skipped by read_payload
   mutable std::mutex error_mutex;
   std::string last_error;
 
   // Returns true if the event was queued. Probability events are dropped (and counted) when the
   // ring is nearly full, so that speech events always find room.
   bool emit(const Event& event);
+  // `event` with the payload [a, b] (written first, so the event's reader finds it): kAttached (or
+  // `truncated`: kTruncated) when it fits the channel, else kDropped and counted.
+  bool emit_with_payload(Event event, std::span<const std::byte> a, std::span<const std::byte> b, bool truncated);
+  void set_error(std::string message);
   double seconds(std::int64_t model_samples) const noexcept {
     return static_cast<double>(model_samples) / model_rate_hz;
   }

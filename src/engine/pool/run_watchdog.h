@@ -2,7 +2,7 @@
 // flag, any Run that has been in flight longer than EngineConfig::run_timeout_ms.
 //
 // Why a thread of its own: a worker inside Session::Run cannot look at the clock, so someone else
-// must. One watchdog per engine serves every VAD and turn worker; it sleeps until the earliest
+// must. One watchdog per engine serves the workers of every model pool; it sleeps until the earliest
 // in-flight Run could expire (or one whole timeout when none is in flight), so it wakes about once
 // per timeout under load and never per frame.
 //

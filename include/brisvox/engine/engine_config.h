@@ -1,0 +1,146 @@
+// How an engine is set up (a registry of named models) and what a stream asks of it (a pipeline of
+// stages). Plain structs with defaults and units in the names; validate() throws
+// Error(kInvalidArgument) naming the field.
+//
+//   EngineConfig config;                                  // one model: "vad", Silero v6
+//   config.models.push_back(ModelSpec::smart_turn("smart-turn-v3.2-cpu.onnx"));  // "turn"
+//   StreamConfig stream;
+//   stream.turn = TurnStage{};                            // vad -> turn
+//
+// Models. Each registry entry is one model file served by its own pool of worker threads (one
+// ONNX Runtime session per worker), batching the work of every stream that uses it. Streams refer
+// to a model by its name. Two kinds of work exist, and one pool implementation serves both
+// (src/engine/pool/batch_pool.h): frame-synchronous recurrent models (Silero: per-stream state, one
+// frame per stream per run) and request models (Smart Turn: a clip in, a verdict out).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisvox/models/turn/turn_detector.h"
+#include "brisvox/models/vad/segmenter_params.h"
+#include "brisvox/runtime/session_config.h"
+
+namespace brisvox {
+
+enum class ModelFamily {
+  kSileroVad,  // frame-synchronous: Silero VAD v5/v6 (resolve_vad_model aliases or a path)
+  kSmartTurn,  // requests: Smart Turn v3.x end-of-turn analyses
+};
+
+std::string_view to_string(ModelFamily family) noexcept;  // "silero_vad", "smart_turn"
+
+struct ModelSpec {
+  std::string name;  // how streams refer to it (StreamConfig stages); unique in the registry
+  ModelFamily family = ModelFamily::kSileroVad;
+  std::string path;  // model file, or an alias the family knows (Silero: v5, v6, ...)
+  // Worker threads of this model, each with its own session. 0: the family's default (Silero: one
+  // per core; Smart Turn: 1).
+  int num_workers = 0;
+  // Items per model run (frames, analyses). 0: the family's default (Silero 32, Smart Turn 4).
+  int max_batch = 0;
+  // How long a worker waits for a fuller batch (it never waits for more items than could come).
+  // -1: the family's default (Silero 2000 us; Smart Turn 0).
+  int max_gather_wait_us = -1;
+  // Request models: requests in flight across all streams (each holds its input, e.g. 8 s of
+  // audio for Smart Turn); a stream whose request finds none free retries on its next frame.
+  // 0: the family's default (Smart Turn 16). Ignored by frame-synchronous models.
+  int max_pending = 0;
+  SessionConfig session;  // threads, execution providers
+
+  // The registry entries brisvox knows how to build.
+  static ModelSpec silero_vad(std::string path = "v6", std::string name = "vad");
+  static ModelSpec smart_turn(std::string path, std::string name = "turn");
+
+  // A family's defaults for max_batch, max_gather_wait_us and max_pending (num_workers: 0 still).
+  static ModelSpec family_defaults(ModelFamily family);
+  // The defaults above filled in (num_workers from `cores`) and the path resolved (Silero
+  // aliases: resolve_vad_model, Error(kIo) when the file is missing).
+  ModelSpec resolved(int cores) const;
+  void validate() const;
+};
+
+struct EngineConfig {
+  std::vector<ModelSpec> models = {ModelSpec::silero_vad()};
+  int max_streams = 4096;        // open streams at once; open_stream() refuses beyond
+  int latency_budget_ms = 100;   // queue delay of a frame that counts as overload
+  // When a frame model's recent queue delay (p99 over the last second) exceeds the latency
+  // budget, refuse new streams rather than degrade the open ones.
+  bool admission_control = true;
+  // Deadline of one model run, for every model. A run still in flight after it is cancelled
+  // through ONNX Runtime's terminate flag: its items get kError events with
+  // ErrorCode::kInferenceTimeout (a VAD frame counts as silence) and the worker goes on. A normal
+  // run takes well under 10 ms (VAD) or 200 ms (Smart Turn), so only a stuck machine or a
+  // pathological model reaches the default. 0: off (no watchdog thread); else 10 to 600000.
+  // Costs one thread per engine.
+  int run_timeout_ms = 2000;
+
+  // The entry named `name`; Error(kInvalidArgument) listing the names when there is none.
+  ModelSpec& model(std::string_view name);
+  const ModelSpec& model(std::string_view name) const;
+  const ModelSpec* find_model(std::string_view name) const noexcept;
+  void validate() const;  // Error(kInvalidArgument) naming the field
+};
+
+// --- a stream's pipeline ---------------------------------------------------------------------
+
+// Voice activity detection: the first stage of every stream, and its clock (the stages after it
+// see its frames and probabilities).
+struct VadStage {
+  std::string model = "vad";   // a kSileroVad entry of EngineConfig::models
+  SegmenterParams params;      // silero-vad's get_speech_timestamps parameters
+  int model_rate_hz = 0;       // 0: 8000 for 8 kHz input, else 16000 (vad_model_rate_hz)
+  bool emit_probabilities = false;  // a kVadProbability event per model frame
+  // Each finished speech segment's audio (model rate, float32) as the payload of its kSpeechEnd
+  // event (Stream::read_payload), for a speech-to-text of your own. Keeps up to
+  // max_segment_audio_s of audio per stream; a longer segment is delivered as its last
+  // max_segment_audio_s and the event says so (Event::payload_truncated).
+  bool segment_audio = false;
+  double max_segment_audio_s = 30.0;
+};
+
+// End-of-turn detection (Smart Turn v3) after the VAD: kTurnEnd / kTurnIncomplete events. Keeps
+// the last 9.5 s of audio for the stream (about 600 KiB at 16 kHz).
+struct TurnStage {
+  std::string model = "turn";  // a kSmartTurn entry of EngineConfig::models
+  TurnParams params;
+  // Offline use (files, tests): hold the stream's frames while an analysis is pending, so that the
+  // result does not depend on how fast the analysis runs. Live streams leave it off: speech that
+  // resumes while an analysis runs cancels it, as in Pipecat.
+  bool wait_for_verdict = false;
+};
+
+struct StreamConfig {
+  // The resampler's buffers grow with the rate ratio (16000 / 1 Hz would be hundreds of MB per
+  // stream), so a stream's rate is bounded below as well as above.
+  static constexpr int kMinSampleRateHz = 1000;
+  static constexpr int kMaxSampleRateHz = 768000;
+
+  int sample_rate_hz = 16000;  // rate of the pushed samples: 1000 to 768000; 8000/16000 native, others resampled
+  // Audio a stream may hold before push() refuses samples: how late the workers may fall behind
+  // before the caller must hold audio back (above latency_budget_ms, when the stream already gets
+  // an overload event). 128 ms is 8 KiB at 16 kHz, most of a stream's memory.
+  int buffer_ms = 128;
+  // Bytes of payloads (segment audio, later transcripts and synthesized audio) a stream holds for
+  // its reader; a payload that does not fit is dropped, counted, and its event says so. Allocated
+  // only when a stage produces payloads. 0: enough for one max-length payload of each stage.
+  int payload_buffer_bytes = 0;
+
+  // The pipeline, in order: vad (always), then turn when set.
+  VadStage vad;
+  std::optional<TurnStage> turn;
+
+  // Called on a worker thread whenever new events are ready to poll(): once per processed frame
+  // at most, and for other events. Must be quick and must not call into the engine (post a
+  // notification to your own loop). May be empty.
+  std::function<void()> on_events;
+  void validate() const;
+};
+
+// The rate Silero runs at for a stream: `requested` (8000 or 16000) when given, else 8000 for
+// 8 kHz input and 16000 for everything else (resampled). The one place this rule lives.
+int vad_model_rate_hz(int input_rate_hz, int requested_model_rate_hz = 0);
+
+}  // namespace brisvox

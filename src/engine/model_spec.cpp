@@ -1,0 +1,50 @@
+// The defaults a ModelSpec leaves to its family, filled in when the engine starts.
+#include <algorithm>
+
+#include "brisvox/engine/engine_config.h"
+#include "brisvox/models/model_paths.h"
+
+namespace brisvox {
+
+ModelSpec ModelSpec::family_defaults(ModelFamily family) {
+  ModelSpec d;
+  d.family = family;
+  switch (family) {
+    case ModelFamily::kSileroVad:
+      // docs/PERFORMANCE.md chooses max_batch 32 and a 2 ms gather wait: above 32 the gain is small
+      // and the latency cost large.
+      d.max_batch = 32;
+      d.max_gather_wait_us = 2000;
+      break;
+    case ModelFamily::kSmartTurn:
+      // No gather wait: analyses are rare and their latency counts. 16 requests of 8 s in flight.
+      d.max_batch = 4;
+      d.max_gather_wait_us = 0;
+      d.max_pending = 16;
+      break;
+  }
+  return d;
+}
+
+ModelSpec ModelSpec::resolved(int cores) const {
+  const ModelSpec d = family_defaults(family);
+  ModelSpec r = *this;
+  if (r.max_batch == 0) r.max_batch = d.max_batch;
+  if (r.max_gather_wait_us < 0) r.max_gather_wait_us = d.max_gather_wait_us;
+  if (r.max_pending == 0) r.max_pending = d.max_pending;
+  switch (family) {
+    case ModelFamily::kSileroVad:
+      // One worker per core: VAD frames are many and small, and batching makes each run cheap.
+      if (r.num_workers == 0) r.num_workers = std::max(1, cores);
+      r.path = resolve_vad_model(path);
+      break;
+    case ModelFamily::kSmartTurn:
+      // One worker: an analysis is ~100 ms, and more threads only oversubscribe a small machine
+      // (docs/PERFORMANCE.md, end-of-turn).
+      if (r.num_workers == 0) r.num_workers = 1;
+      break;
+  }
+  return r;
+}
+
+}  // namespace brisvox

@@ -1,0 +1,235 @@
+#include "engine/stages/vad_stage.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "brisvox/error.h"
+#include "engine/stages/turn_stage.h"
+#include "engine/stream/input_tally.h"
+
+namespace brisvox::engine {
+namespace {
+
+constexpr std::size_t kMaxFrameSamples = 512;  // Silero's frame at 16 kHz (256 at 8 kHz)
+
+int rate_of_key(int key) noexcept { return key == 0 ? 16000 : 8000; }
+
+}  // namespace
+
+VadAdapter::VadAdapter(SileroVad vad, int max_batch, EngineShared& shared) : vad_(std::move(vad)), shared_(shared) {
+  const auto b = static_cast<std::size_t>(max_batch);
+  batch_states_.resize(b);
+  batch_chunks_.resize(b);
+  staging_.resize(b * kMaxFrameSamples);
+  probs_.resize(b);
+  consumed_.resize(b);
+  final_.resize(b);
+  retired_.reserve(64);
+}
+
+std::int64_t VadAdapter::prepare(StreamSlot& s, std::size_t row) {
+  if (s.retired.load(std::memory_order_relaxed)) return kNotStaged;
+  if (s.close_requested.load(std::memory_order_acquire)) {
+    // A turn request in flight still refers to the stream: its delivery schedules it again.
+    if (!s.turn || !s.turn->in_flight.load(std::memory_order_acquire)) retire(s);
+    return kNotStaged;
+  }
+  if (s.turn) {
+    turn_mailbox(s, shared_.run_timeout_ms);
+    if (s.segments_flushed && !s.finished) finish_stream(s);  // it waited for a verdict
+    // Offline streams wait for their verdict before more audio is analysed; the verdict's
+    // delivery schedules the stream again.
+    if (s.turn->wait_for_verdict && !s.finished && s.turn->busy()) return kNotStaged;
+  }
+  if (s.finished) return kNotStaged;
+  // The flush flag first: it is set after the last samples were written, so once it is seen
+  // set, size() includes every sample the stream will ever have.
+  const bool flushing = s.flush_requested.load(std::memory_order_acquire);
+  const std::size_t available = s.samples.size();
+  const auto chunk = static_cast<std::size_t>(s.chunk_samples);
+  float* frame = staging_.data() + row * kMaxFrameSamples;
+  std::int64_t ready_ns;
+  if (available >= chunk) {
+    s.samples.peek(std::span(frame, chunk));
+    consumed_[row] = chunk;
+    final_[row] = flushing && available == chunk;
+    ready_ns = s.frame_complete_ns[static_cast<std::size_t>(s.frames_done) & s.frame_time_mask];
+  } else if (flushing && available > 0) {
+    // The last partial frame, zero-padded as get_speech_timestamps does.
+    s.samples.peek(std::span(frame, available));
+    std::fill(frame + available, frame + chunk, 0.0f);
+    consumed_[row] = available;
+    final_[row] = 1;
+    ready_ns = s.flush_ns;
+  } else {
+    // Queued for a flush, for refused samples to report, or woken early.
+    if (s.refusal_episodes.load(std::memory_order_relaxed) != s.episodes_reported) {
+      overload_check(s, 0);
+      if (s.config.on_events) s.config.on_events();
+    }
+    if (flushing) finish_stream(s);
+    return kNotStaged;
+  }
+  batch_states_[row] = &s.vad_state;
+  batch_chunks_[row] = frame;
+  return ready_ns;
+}
+
+void VadAdapter::run(int key, std::size_t rows) {
+  vad_.run(rate_of_key(key), std::span(batch_states_.data(), rows), std::span(batch_chunks_.data(), rows),
+           std::span(probs_.data(), rows));
+}
+
+std::string VadAdapter::describe_failure(const Error& e, bool timed_out, std::size_t rows,
+                                         std::int64_t elapsed_ns) const {
+  // ONNX Runtime's own message for a cancelled Run ("terminate flag") tells the user nothing.
+  if (!timed_out) return e.what();
+  return fmt::format("the model run of {} stream(s) took longer than run_timeout_ms ({} ms) and was cancelled after {} "
+                     "ms; the frame counts as silence and the stream goes on. If this repeats, the machine is "
+                     "overloaded or the model too slow: open fewer streams per worker, lower the VAD model's "
+                     "max_batch or raise EngineConfig::run_timeout_ms",
+                     rows, shared_.run_timeout_ms, elapsed_ns / 1'000'000);
+}
+
+bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
+  const std::size_t row = c.row;
+  const bool ok = c.failure == nullptr;
+  if (!ok) fail_frame(s, row, *c.failure);
+  s.samples.consume(consumed_[row]);
+  (ok ? s.model_analysed : s.model_failed) += consumed_[row];
+  const std::int64_t frame = s.frames_done++;
+  if (s.config.vad.emit_probabilities && ok) {
+    Event ev;
+    ev.type = EventType::kVadProbability;
+    ev.probability = probs_[row];
+    ev.frame_index = frame;
+    ev.start_s = s.seconds(frame * s.chunk_samples);
+    ev.end_s = s.seconds((frame + 1) * s.chunk_samples);
+    s.emit(ev);
+  }
+  // The history first: a segment that ends with this frame, or an analysis it asks for, needs it.
+  if (s.history) s.history->append(batch_chunks_[row], consumed_[row]);
+  for (const SegmentEvent& e : s.segmenter.push(probs_[row])) segment_event(s, e);
+  if (s.turn) turn_frame(s, probs_[row]);
+  overload_check(s, c.run_start_ns - c.ready_ns);
+  if (final_[row]) finish_stream(s);
+  if (s.config.on_events) s.config.on_events();
+  const bool waiting_for_verdict = s.turn && s.turn->wait_for_verdict && s.turn->busy();
+  return !s.finished && !waiting_for_verdict &&
+         (s.samples.size() >= static_cast<std::size_t>(s.chunk_samples) ||
+          s.flush_requested.load(std::memory_order_acquire));
+}
+
+void VadAdapter::fail_frame(StreamSlot& s, std::size_t row, const RunFailure& failure) {
+  s.set_error(fmt::format("frame {} of stream {} was not analysed: {}", s.frames_done, s.id, failure.why));
+  Event ev;
+  ev.type = EventType::kError;
+  ev.error_code = failure.code;
+  ev.frame_index = s.frames_done;
+  ev.start_s = s.seconds(s.frames_done * s.chunk_samples);
+  ev.end_s = s.seconds(s.frames_done * s.chunk_samples + static_cast<std::int64_t>(consumed_[row]));
+  s.emit(ev);
+  // The segmenter needs a probability per frame to keep its sample clock: the frame counts as
+  // silence, and the error event says so.
+  probs_[row] = 0.0f;
+}
+
+void VadAdapter::segment_event(StreamSlot& s, const SegmentEvent& e) {
+  Event out;
+  out.type = e.kind == SegmentEvent::Kind::kSpeechStart ? EventType::kSpeechStart : EventType::kSpeechEnd;
+  out.start_s = s.seconds(e.start_sample);
+  out.end_s = e.kind == SegmentEvent::Kind::kSpeechEnd ? s.seconds(e.end_sample) : 0.0;
+  if (out.type != EventType::kSpeechEnd || !s.config.vad.segment_audio) {
+    s.emit(out);
+    return;
+  }
+  const AudioHistory::Range audio = s.history->range(e.start_sample, e.end_sample);
+  s.emit_with_payload(out, std::as_bytes(audio.first), std::as_bytes(audio.second), audio.begin > e.start_sample);
+}
+
+void VadAdapter::finish_stream(StreamSlot& s) {
+  if (s.finished) return;
+  const auto total = static_cast<std::int64_t>(s.samples.written());
+  if (!s.segments_flushed) {
+    for (const SegmentEvent& e : s.segmenter.flush(total)) segment_event(s, e);
+    s.segments_flushed = true;
+  }
+  if (s.turn) {
+    turn_flush(s);
+    // The end of the stream waits for the last verdict; its delivery calls this again.
+    if (s.turn->busy()) return;
+  }
+  Event eos;
+  eos.type = EventType::kEndOfStream;
+  eos.end_s = s.seconds(total);
+  s.emit(eos);
+  s.finished = true;
+  s.finished_flag.store(true, std::memory_order_release);
+  if (s.config.on_events) s.config.on_events();
+}
+
+void VadAdapter::retire(StreamSlot& s) {
+  std::shared_ptr<StreamSlot> owner = shared_.streams.remove(s);
+  if (!owner) return;
+  // The stream's last figures: its handle is gone (close_requested was seen with acquire), so
+  // neither the producer nor the reader changes them any more.
+  const InputTally t = tally_input(s.input_accepted, s.model_analysed, s.model_failed, s.config.sample_rate_hz,
+                                   s.model_rate_hz, s.finished && !s.flush_tail_refused);
+  StreamTotals& totals = shared_.totals;
+  totals.samples_analysed.fetch_add(t.analysed, std::memory_order_relaxed);
+  totals.samples_failed.fetch_add(t.failed, std::memory_order_relaxed);
+  totals.samples_discarded.fetch_add(t.discarded, std::memory_order_relaxed);
+  totals.samples_rejected.fetch_add(s.samples_rejected.load(), std::memory_order_relaxed);
+  totals.events_dropped.fetch_add(s.events_dropped.load(), std::memory_order_relaxed);
+  totals.payloads_dropped.fetch_add(s.payloads_dropped.load(), std::memory_order_relaxed);
+  totals.payloads_unread.fetch_add(s.payloads_unread.load() + (s.payloads ? s.payloads->waiting() : 0),
+                                   std::memory_order_relaxed);
+  s.retired.store(true, std::memory_order_relaxed);
+  retired_.push_back(std::move(owner));
+  num_streams_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void VadAdapter::after_batch() {
+  for (std::size_t i = 0; i < retired_.size();) {
+    // Not queued (no pointer to it in a ready queue) and no other owner (no turn request).
+    if (!retired_[i]->queued.load(std::memory_order_acquire) && retired_[i].use_count() == 1) {
+      retired_[i] = std::move(retired_.back());
+      retired_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+void VadAdapter::overload_check(StreamSlot& s, std::int64_t queue_delay_ns) {
+  const std::int64_t budget_ns = std::int64_t{shared_.latency_budget_ms} * 1'000'000;
+  const std::uint64_t rejected = s.samples_rejected.load(std::memory_order_relaxed);
+  const std::uint32_t episodes = s.refusal_episodes.load(std::memory_order_relaxed);
+  const bool late = queue_delay_ns > budget_ns;
+  if ((late && !s.overloaded) || episodes != s.episodes_reported) {
+    Event ev;
+    ev.type = EventType::kOverload;
+    ev.backlog_ms = static_cast<std::uint32_t>(std::max<std::int64_t>(0, queue_delay_ns) / 1'000'000);
+    ev.rejected_samples = static_cast<std::uint32_t>(std::min<std::uint64_t>(rejected, UINT32_MAX));
+    ev.start_s = s.seconds(s.frames_done * s.chunk_samples);
+    s.emit(ev);
+    s.episodes_reported = episodes;
+    shared_.totals.overload_events.fetch_add(1, std::memory_order_relaxed);
+  }
+  // One event per episode: the episode ends when the delay is back under half the budget.
+  if (late) s.overloaded = true;
+  else if (queue_delay_ns < budget_ns / 2) s.overloaded = false;
+}
+
+VadPool::VadPool(const ModelSpec& spec, std::size_t max_streams, EngineShared& shared)
+    : BatchPool(spec, PoolShape{kNumVadRateKeys, max_streams}, [&](int /*worker*/) {
+        SileroConfig sc;
+        sc.model_path = spec.path;
+        sc.max_batch = spec.max_batch;
+        sc.session = spec.session;
+        return VadAdapter(SileroVad(sc), spec.max_batch, shared);
+      }) {}
+
+}  // namespace brisvox::engine
