@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "brisvox/engine/engine.h"
-#include "brisvox/engine/latency_histogram.h"
+#include "brisvox/latency_histogram.h"
 
 namespace brisvox::bench {
 

@@ -178,7 +178,7 @@ int run_loadtest(const LoadtestOptions& o) {
   int server_exit = 0;
   if (server) server_exit = server->stop(10.0);
 
-  const bool p99_ok = o.max_p99_ms <= 0 || (r.latency_ms.count > 0 && r.latency_ms.p99 <= o.max_p99_ms);
+  const bool p99_ok = o.max_p99_ms <= 0 || (r.latency.count() > 0 && r.latency.p99_us() / 1000.0 <= o.max_p99_ms);
   const bool ok = r.frames_lost == 0 && r.connection_failures == 0 && p99_ok;
 
   Json j;
@@ -194,12 +194,12 @@ int run_loadtest(const LoadtestOptions& o) {
   j["frames_lost"] = r.frames_lost;
   j["streams_with_loss"] = r.streams_with_loss;
   j["frames_out_of_order"] = r.frames_out_of_order;
-  j["latency_samples"] = r.latency_ms.count;
-  j["mean_event_latency_ms"] = r3(r.latency_ms.mean);
-  j["p50_event_latency_ms"] = r3(r.latency_ms.p50);
-  j["p99_event_latency_ms"] = r3(r.latency_ms.p99);
-  j["p999_event_latency_ms"] = r3(r.latency_ms.p999);
-  j["max_event_latency_ms"] = r3(r.latency_ms.max);
+  j["latency_samples"] = r.latency.count();
+  j["mean_event_latency_ms"] = r3(r.latency.mean_us() / 1000.0);
+  j["p50_event_latency_ms"] = r3(r.latency.p50_us() / 1000.0);
+  j["p99_event_latency_ms"] = r3(r.latency.p99_us() / 1000.0);
+  j["p999_event_latency_ms"] = r3(r.latency.p999_us() / 1000.0);
+  j["max_event_latency_ms"] = r3(r.latency.max_us() / 1000.0);
   if (r.frames_unmeasured > 0) j["frames_unmeasured"] = r.frames_unmeasured;
   j["errors"] = r.errors;
   j["overloads"] = r.overloads;
@@ -216,8 +216,8 @@ int run_loadtest(const LoadtestOptions& o) {
   j["target_msgs_per_s"] = std::round(r.target_msgs_per_s);
   j["send_realtime_factor_min"] = r3(r.realtime_factor_min);
   j["send_realtime_factor_mean"] = r3(r.realtime_factor_mean);
-  j["send_lag_p99_ms"] = r3(r.send_lag_ms.p99);
-  j["send_lag_max_ms"] = r3(r.send_lag_ms.max);
+  j["send_lag_p99_ms"] = r3(r.send_lag.p99_us() / 1000.0);
+  j["send_lag_max_ms"] = r3(r.send_lag.max_us() / 1000.0);
   j["server_rss_mib_start"] = rss_mib(metrics_start);
   j["server_rss_mib_loaded"] = rss_mib(metrics_loaded);
   j["server_rss_mib_end"] = rss_mib(metrics_end);
@@ -250,14 +250,14 @@ int run_loadtest(const LoadtestOptions& o) {
     row("frames sent / received", fmt::format("{} / {}", r.frames_sent, r.frames_received));
     row("frames lost", fmt::format("{} ({} streams)", r.frames_lost, r.streams_with_loss));
     row("event latency ms", fmt::format("p50 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}  ({} frames after the ramp)",
-                                        r.latency_ms.p50, r.latency_ms.p99, r.latency_ms.p999, r.latency_ms.max,
-                                        r.latency_ms.count));
+                                        r.latency.p50_us() / 1000.0, r.latency.p99_us() / 1000.0,
+                                        r.latency.p999_us() / 1000.0, r.latency.max_us() / 1000.0, r.latency.count()));
     row("errors", r.errors.empty() ? "none" : Json(r.errors).dump());
     row("overloads", fmt::format("{} ({} vad messages dropped)", r.overloads, r.overload_dropped_messages));
     row("send rate", fmt::format("{:.0f} msg/s of {:.0f} target, real-time factor min {:.3f}, lag p99 {:.2f} ms max "
                                  "{:.2f} ms",
-                                 r.send_rate_msgs_per_s, r.target_msgs_per_s, r.realtime_factor_min, r.send_lag_ms.p99,
-                                 r.send_lag_ms.max));
+                                 r.send_rate_msgs_per_s, r.target_msgs_per_s, r.realtime_factor_min,
+                                 r.send_lag.p99_us() / 1000.0, r.send_lag.max_us() / 1000.0));
     row("server RSS MiB", fmt::format("start {}  under load {}  end {}", num(j["server_rss_mib_start"]),
                                       num(j["server_rss_mib_loaded"]), num(j["server_rss_mib_end"])));
     row("client", fmt::format("RSS {} MiB, CPU {:.2f} s ({:.2f} cores)", client_rss_peak_mib, client_cpu,

@@ -69,6 +69,9 @@ class StreamClient;
 struct Loop {
   asio::io_context io{1};
   Timer deadline{io.get_executor()};
+  // Event latency (frames sent after the ramp) and send lag of this loop's streams, microseconds.
+  LatencyHistogram latency_us;
+  LatencyHistogram send_lag_us;
   std::vector<StreamClient*> streams;
   int remaining = 0;
   // The last stream to end stops the loop: operations Beast may still hold (a handshake or
@@ -89,8 +92,6 @@ class StreamClient {
     offset_ = static_cast<std::size_t>(static_cast<double>(index) / static_cast<double>(n) *
                                        static_cast<double>(plan.audio.length)) % plan.audio.length;
     ring_.resize(kRing);
-    latencies_.reserve(plan.chunks_total * plan.chunk_samples / kFrameSamples + 1);
-    lags_.reserve(plan.chunks_total);
   }
 
   void start() {
@@ -116,7 +117,6 @@ class StreamClient {
   std::uint64_t frames_sent_ = 0, received_ = 0, out_of_order_ = 0, unmeasured_ = 0, after_last_ = 0;
   std::uint64_t speech_events_ = 0, overloads_ = 0, overload_dropped_ = 0, window_msgs_ = 0;
   std::map<std::string, std::uint64_t> errors_;
-  std::vector<float> latencies_, lags_;
   Clock::time_point first_send_{}, last_send_{};
 
  private:
@@ -181,7 +181,7 @@ class StreamClient {
     if (writing_ || ended_) return;
     if (written_ < due_) {
       const auto now = Clock::now();
-      lags_.push_back(static_cast<float>(ms(now - slot(written_))));
+      loop_.send_lag_us.record(ms(now - slot(written_)) * 1000.0);
       const std::size_t chunk = plan_.chunk_samples;
       const std::int16_t* data =
           plan_.audio.samples.data() + (offset_ + written_ * chunk) % plan_.audio.length;
@@ -276,7 +276,7 @@ class StreamClient {
       return;
     }
     const Clock::time_point sent{Clock::duration(ring_[frame % kRing])};
-    if (sent >= plan_.measure_from) latencies_.push_back(static_cast<float>(ms(now - sent)));
+    if (sent >= plan_.measure_from) loop_.latency_us.record(ms(now - sent) * 1000.0);
   }
 
   void fail(std::string why) {
@@ -327,24 +327,6 @@ LoopedPcm LoopedPcm::load(const std::string& path, std::size_t tail_samples) {
   return out;
 }
 
-Distribution Distribution::of(std::vector<float>& v) {
-  Distribution d;
-  d.count = v.size();
-  if (v.empty()) return d;
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (float x : v) sum += x;
-  d.mean = sum / static_cast<double>(v.size());
-  const auto rank = [&](double q) {  // nearest rank
-    const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return static_cast<double>(v[std::clamp<std::size_t>(i, 1, v.size()) - 1]);
-  };
-  d.p50 = rank(0.50);
-  d.p99 = rank(0.99);
-  d.p999 = rank(0.999);
-  d.max = v.back();
-  return d;
-}
 
 LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
   const int num_loops = std::clamp(spec.threads, 1, spec.streams);
@@ -403,7 +385,6 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
   r.streams = spec.streams;
   r.wall_s = std::chrono::duration<double>(t_end - t0).count();
   r.target_msgs_per_s = spec.streams * 1000.0 / spec.chunk_ms;
-  std::vector<float> latencies, lags;
   std::uint64_t window_msgs = 0;
   double factor_sum = 0;
   int factor_n = 0;
@@ -432,8 +413,6 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
     r.overloads += s->overloads_;
     r.overload_dropped_messages += s->overload_dropped_;
     for (const auto& [code, n] : s->errors_) r.errors[code] += n;
-    latencies.insert(latencies.end(), s->latencies_.begin(), s->latencies_.end());
-    lags.insert(lags.end(), s->lags_.begin(), s->lags_.end());
     window_msgs += s->window_msgs_;
     if (s->written_ > 1) {
       const double audio_s = static_cast<double>(s->written_) * spec.chunk_ms / 1000.0;
@@ -454,8 +433,10 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
     r.send_rate_msgs_per_s =
         static_cast<double>(r.messages_sent) / std::chrono::duration<double>(last_any - first_any + plan.period).count();
   }
-  r.latency_ms = Distribution::of(latencies);
-  r.send_lag_ms = Distribution::of(lags);
+  for (const auto& loop : loops) {
+    r.latency.merge(loop->latency_us);
+    r.send_lag.merge(loop->send_lag_us);
+  }
   return r;
 }
 

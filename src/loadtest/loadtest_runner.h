@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/latency_histogram.h"
 #include "loadtest/loadtest_support.h"
 
 namespace brisvox::loadtest {
@@ -51,12 +52,6 @@ struct LoadSpec {
   double probe_at_s = 0;
 };
 
-struct Distribution {
-  std::uint64_t count = 0;
-  double mean = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
-  static Distribution of(std::vector<float>& values);  // sorts values
-};
-
 struct LoadResult {
   int streams = 0;
   int opened = 0;                              // handshakes that succeeded
@@ -77,8 +72,8 @@ struct LoadResult {
   std::map<std::string, std::uint64_t> errors;  // error events by code
   std::uint64_t overloads = 0;
   std::uint64_t overload_dropped_messages = 0;
-  Distribution latency_ms;   // event latency, frames sent after the ramp
-  Distribution send_lag_ms;  // a chunk's write start minus its scheduled time (client or TCP backpressure)
+  LatencyHistogram latency;   // event latency, frames sent after the ramp
+  LatencyHistogram send_lag;  // a chunk's write start minus its scheduled time (client or TCP backpressure)
   double send_rate_msgs_per_s = 0;    // while every stream was sending (ramp .. seconds), else overall
   double target_msgs_per_s = 0;
   double realtime_factor_min = 0;     // per stream: audio sent / wall time it took; 1.0 = real time

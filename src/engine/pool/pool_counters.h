@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "brisvox/engine/engine_stats.h"
-#include "brisvox/engine/latency_histogram.h"
+#include "brisvox/latency_histogram.h"
 
 namespace brisvox::engine {
 

@@ -1,4 +1,4 @@
-#include "brisvox/engine/latency_histogram.h"
+#include "brisvox/latency_histogram.h"
 
 #include <algorithm>
 #include <cmath>
