@@ -14,6 +14,7 @@
 
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/engine/engine.h"
+#include "brisvox/models/turn/smart_turn.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "counting_malloc.h"
 #include "test_paths.h"
@@ -134,6 +135,88 @@ TEST(WarmPathAllocations, TheEngineAddsNoneToOrts) {
   EXPECT_NEAR(static_cast<double>(c.allocations), ort_per_run * static_cast<double>(batches),
               static_cast<double>(batches) / 100.0)
       << "brisvox code allocated on the warm path";
+}
+
+// Allocations of one warm SmartTurn::run at batch 1 (ORT's share: our packing is memcpy).
+double allocations_per_turn_run(const std::string& model) {
+  SmartTurnConfig c;
+  c.model_path = model;
+  c.max_batch = 1;
+  SmartTurn turn(c);
+  std::vector<float> features(kTurnFeatureValues, -0.5f);
+  const float* ptr = features.data();
+  float prob = 0;
+  constexpr int kRuns = 50;
+  for (int i = 0; i < 5; ++i) turn.run(std::span(&ptr, 1), std::span(&prob, 1));
+  const Counted c2 = Counted::over([&] {
+    for (int i = 0; i < kRuns; ++i) turn.run(std::span(&ptr, 1), std::span(&prob, 1));
+  });
+  return static_cast<double>(c2.allocations) / kRuns;
+}
+
+// The request pool (Smart Turn) on the same rule: a stream with a turn stage, fed a whole
+// recording with pauses, allocates only what ONNX Runtime allocates inside its VAD and turn runs.
+TEST(WarmPathAllocations, TheTurnPoolAddsNoneToOrts) {
+  const std::string turn_model = test::generated_model("smart_turn_tiny.onnx");
+  SileroVad probe = make_vad(1);
+  const double ort_vad = allocations_per_run(probe, 1);
+  const double ort_turn = allocations_per_turn_run(turn_model);
+
+  EngineConfig config;
+  config.model("vad").path = test::bundled_model("silero_vad_v5.onnx");
+  config.model("vad").num_workers = 1;
+  config.model("vad").max_batch = 1;  // one stream: every VAD run is a batch of one
+  config.models.push_back(ModelSpec::smart_turn(turn_model));
+  config.model("turn").max_batch = 1;
+  Engine engine(config);
+  StreamConfig sc;
+  sc.turn = TurnStage{};
+  sc.turn->wait_for_verdict = true;  // one analysis at a time, each a batch of one
+  const Audio audio = load_audio(test::sample_wav());
+  int turn_ends = 0;
+  // Feeds the whole recording and reads every event, with no allocation of its own.
+  auto run_stream = [&](Stream& s) {
+    Event events[16];
+    std::size_t pos = 0;
+    bool flushed = false;
+    bool ended = false;
+    while (!ended) {
+      if (pos < audio.samples.size()) {
+        const std::size_t room = std::min(audio.samples.size() - pos, s.writable());
+        pos += room > 0 ? s.push(std::span(audio.samples).subspan(pos, room)) : 0;
+      } else if (!flushed) {
+        s.flush();
+        flushed = true;
+      }
+      const std::size_t n = s.poll(events);
+      for (std::size_t i = 0; i < n; ++i) {
+        ended |= events[i].type == EventType::kEndOfStream;
+        turn_ends += events[i].type == EventType::kTurnEnd;
+        ASSERT_NE(events[i].type, EventType::kError);
+      }
+      if (n == 0) s.wait_events(std::chrono::milliseconds(1));
+    }
+  };
+  {
+    Stream warm = engine.open_stream(sc);  // both sessions warm, every code path taken once
+    run_stream(warm);
+  }
+  Stream s = engine.open_stream(sc);
+  turn_ends = 0;
+  const EngineStats before = engine.stats();
+  const Counted c = Counted::over([&] { run_stream(s); });
+  const EngineStats after = engine.stats();
+  const double vad_runs = static_cast<double>(after.model("vad").runs - before.model("vad").runs);
+  const double turn_runs = static_cast<double>(after.model("turn").runs - before.model("turn").runs);
+  ASSERT_GE(turn_runs, 3) << "the recording's pauses must ask for analyses";
+  ASSERT_GE(turn_ends, 1);
+  const double expected = vad_runs * ort_vad + turn_runs * ort_turn;
+  std::printf("vad + turn: %llu allocations over %.0f VAD runs and %.0f turn runs; bare ORT: %.0f per VAD run, %.0f per "
+              "turn run: %.0f expected\n",
+              static_cast<unsigned long long>(c.allocations), vad_runs, turn_runs, ort_vad, ort_turn, expected);
+  // One allocation per turn analysis in brisvox code would add turn_runs; per frame, vad_runs.
+  EXPECT_NEAR(static_cast<double>(c.allocations), expected, 0.5 + vad_runs / 100.0)
+      << "brisvox code allocated on the warm path of the turn stage";
 }
 
 }  // namespace

@@ -145,7 +145,10 @@ void VadAdapter::segment_event(StreamSlot& s, const SegmentEvent& e) {
     s.emit(out);
     return;
   }
-  const AudioHistory::Range audio = s.history->range(e.start_sample, e.end_sample);
+  // At most the segment's last max_segment_audio_s (the history holds that, plus what the
+  // segmenter looks ahead), so the payload always fits an empty channel.
+  const std::int64_t begin = std::max(e.start_sample, e.end_sample - s.max_segment_samples);
+  const AudioHistory::Range audio = s.history->range(begin, e.end_sample);
   s.emit_with_payload(out, std::as_bytes(audio.first), std::as_bytes(audio.second), audio.begin > e.start_sample);
 }
 

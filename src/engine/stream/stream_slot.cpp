@@ -34,6 +34,7 @@ StreamSlot::StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_confi
       frame_complete_ns(samples.capacity() / static_cast<std::size_t>(chunk_samples)),
       frame_time_mask(frame_complete_ns.size() - 1),
       segmenter(model_rate_hz, stream_config.vad.params),
+      max_segment_samples(static_cast<std::int64_t>(std::ceil(stream_config.vad.max_segment_audio_s * model_rate_hz))),
       turn(std::move(turn_state)),
       events(kEventCapacity) {
   worker = vad_worker;
@@ -43,7 +44,7 @@ StreamSlot::StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_confi
   std::size_t payload_bytes = 0;
   if (config.vad.segment_audio) {
     history_samples = std::max(history_samples, segment_history_samples(config.vad, model_rate_hz, chunk_samples));
-    payload_bytes += static_cast<std::size_t>(std::ceil(config.vad.max_segment_audio_s * model_rate_hz)) * sizeof(float);
+    payload_bytes += static_cast<std::size_t>(max_segment_samples) * sizeof(float);
   }
   if (history_samples > 0) history.emplace(history_samples);
   if (payload_bytes > 0) {

@@ -1,0 +1,253 @@
+// The one batching pool, on its own: gather bounds, keys, jobs that take several steps (a decoder's
+// sequences joining and leaving between steps), failed and cancelled runs, and the statistics it
+// keeps, with an adapter that computes something checkable (each job's running sum). The real
+// adapters (Silero, Smart Turn) are tested through the engine in the other engine tests.
+#include "engine/pool/batch_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/pool/run_watchdog.h"
+
+namespace brisvox::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct SumJob : PoolJob {
+  int steps_left = 1;          // runs this job still needs
+  std::int64_t input = 0;      // added to total at each step
+  std::int64_t total = 0;      // what the runs computed for it
+  int steps_done = 0;
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  bool timed_out_seen = false;
+};
+
+// What the adapter saw, for the test thread to check (its own mutex: the worker writes it).
+struct Log {
+  std::mutex mu;
+  std::vector<std::vector<int>> batch_keys;  // the key of each row of each run
+  int fail_run = -1;     // the index of the run that throws (-1: none)
+  bool hang_run = false; // the next run spins until cancelled
+  int runs = 0;
+};
+
+class SumAdapter {
+ public:
+  using Job = SumJob;
+  SumAdapter(int max_batch, Log& log) : rows_(static_cast<std::size_t>(max_batch)), log_(&log) {}
+
+  std::int64_t prepare(SumJob& job, std::size_t row) {
+    rows_[row] = &job;
+    return job.ready_since_ns;
+  }
+  void run(int key, std::size_t n) {
+    std::vector<int> keys;
+    bool fail = false, hang = false;
+    {
+      std::lock_guard lock(log_->mu);
+      for (std::size_t i = 0; i < n; ++i) keys.push_back(rows_[i]->key);
+      EXPECT_EQ(rows_[0]->key, key);
+      log_->batch_keys.push_back(keys);
+      fail = log_->runs == log_->fail_run;
+      hang = log_->hang_run;
+      log_->hang_run = false;
+      ++log_->runs;
+    }
+    if (hang) {
+      while (!cancelled_.load()) std::this_thread::sleep_for(1ms);
+      throw Error(ErrorCode::kRuntime, "run cancelled");
+    }
+    if (fail) throw Error(ErrorCode::kRuntime, "this run fails on purpose");
+    for (std::size_t i = 0; i < n; ++i) out_[i] = rows_[i]->input;  // the "model": identity
+  }
+  bool complete(SumJob& job, const Completion& c) {
+    if (c.failure != nullptr) {
+      job.failures.fetch_add(1);
+      job.timed_out_seen = c.failure->timed_out;
+    } else {
+      job.total += out_[c.row];
+    }
+    ++job.steps_done;
+    if (--job.steps_left > 0) return true;  // another step: the pool queues it again
+    load_.fetch_sub(1);
+    job.done.store(true);
+    return false;
+  }
+  void after_batch() {}
+  void cancel_run() noexcept { cancelled_.store(true); }
+  void clear_cancel() noexcept { cancelled_.store(false); }
+  std::string describe_failure(const Error& e, bool timed_out, std::size_t n, std::int64_t) const {
+    return std::string(timed_out ? "timed out: " : "failed: ") + e.what() + " (" + std::to_string(n) + " rows)";
+  }
+  std::size_t load() const noexcept { return load_.load(); }
+  void add_load() { load_.fetch_add(1); }
+
+ private:
+  std::vector<SumJob*> rows_;
+  std::array<std::int64_t, 64> out_{};
+  Log* log_;
+  std::atomic<std::size_t> load_{0};
+  std::atomic<bool> cancelled_{false};
+};
+
+using SumPool = BatchPool<SumAdapter>;
+
+ModelSpec spec(int workers, int max_batch, int gather_wait_us) {
+  ModelSpec s;
+  s.name = "sum";
+  s.path = "-";
+  s.num_workers = workers;
+  s.max_batch = max_batch;
+  s.max_gather_wait_us = gather_wait_us;
+  return s;
+}
+
+void submit(SumPool& pool, SumJob& job) {
+  job.worker = pool.least_loaded_worker();
+  pool.adapter(job.worker).add_load();
+  pool.schedule(&job);
+}
+
+bool wait_done(std::vector<SumJob>& jobs, std::chrono::seconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& j : jobs) {
+    while (!j.done.load()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  return true;
+}
+
+TEST(BatchPool, RunsAreBoundedByMaxBatchAndNeverMixKeys) {
+  Log log;
+  SumPool pool(spec(1, 4, 50'000), PoolShape{2, 64}, [&](int) { return SumAdapter(4, log); });
+  pool.start();
+  std::vector<SumJob> jobs(30);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].key = static_cast<int>(i % 2);
+    jobs[i].input = static_cast<std::int64_t>(i);
+  }
+  for (auto& j : jobs) submit(pool, j);
+  ASSERT_TRUE(wait_done(jobs));
+  pool.stop();
+  for (std::size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(jobs[i].total, static_cast<std::int64_t>(i));
+  std::size_t rows = 0;
+  for (const auto& keys : log.batch_keys) {
+    ASSERT_LE(keys.size(), 4u);
+    for (int k : keys) EXPECT_EQ(k, keys[0]) << "a run holds one key";
+    rows += keys.size();
+  }
+  EXPECT_EQ(rows, jobs.size());
+  EXPECT_LT(log.batch_keys.size(), jobs.size()) << "jobs queued together share runs";
+  const ModelStats st = pool.stats();
+  EXPECT_EQ(st.items, jobs.size());
+  EXPECT_EQ(st.runs, log.batch_keys.size());
+  EXPECT_EQ(st.queue_delay.count(), jobs.size());
+  EXPECT_EQ(st.latency.count(), jobs.size());
+  EXPECT_EQ(st.inference.count(), st.runs);
+  std::uint64_t by_size = 0;
+  for (std::size_t b = 1; b < st.batch_size_counts.size(); ++b) by_size += b * st.batch_size_counts[b];
+  EXPECT_EQ(by_size, jobs.size());
+}
+
+TEST(BatchPool, JobsOfSeveralStepsStayPinnedAndJoinOrLeaveBetweenSteps) {
+  Log log;
+  SumPool pool(spec(2, 8, 1000), PoolShape{1, 64}, [&](int) { return SumAdapter(8, log); });
+  pool.start();
+  std::vector<SumJob> jobs(20);
+  int total_steps = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].steps_left = 1 + static_cast<int>(i % 7);  // 1 to 7 steps: some leave early
+    jobs[i].input = static_cast<std::int64_t>(i) + 1;
+    total_steps += jobs[i].steps_left;
+  }
+  // Half join at once, the rest while the first are between steps.
+  for (std::size_t i = 0; i < 10; ++i) submit(pool, jobs[i]);
+  std::this_thread::sleep_for(2ms);
+  for (std::size_t i = 10; i < jobs.size(); ++i) submit(pool, jobs[i]);
+  std::vector<int> pinned;
+  for (auto& j : jobs) pinned.push_back(j.worker);
+  ASSERT_TRUE(wait_done(jobs));
+  pool.stop();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const int steps = 1 + static_cast<int>(i % 7);
+    EXPECT_EQ(jobs[i].steps_done, steps) << i;
+    EXPECT_EQ(jobs[i].total, steps * jobs[i].input) << i;
+    EXPECT_EQ(jobs[i].worker, pinned[i]) << "a job stays on its worker";
+  }
+  const ModelStats st = pool.stats();
+  EXPECT_EQ(st.items, static_cast<std::uint64_t>(total_steps));
+  EXPECT_LT(st.runs, static_cast<std::uint64_t>(total_steps)) << "steps of different jobs share runs";
+}
+
+TEST(BatchPool, AFailedRunReachesEveryJobOfItsRunAndThePoolGoesOn) {
+  Log log;
+  log.fail_run = 0;
+  SumPool pool(spec(1, 4, 20'000), PoolShape{1, 64}, [&](int) { return SumAdapter(4, log); });
+  pool.start();
+  std::vector<SumJob> jobs(12);
+  for (auto& j : jobs) {
+    j.steps_left = 2;
+    j.input = 5;
+  }
+  for (auto& j : jobs) submit(pool, j);
+  ASSERT_TRUE(wait_done(jobs));
+  pool.stop();
+  int failed = 0;
+  for (auto& j : jobs) {
+    failed += j.failures.load();
+    EXPECT_EQ(j.steps_done, 2);
+    EXPECT_EQ(j.total, (2 - j.failures.load()) * 5) << "a failed step computes nothing, the next one does";
+  }
+  {
+    std::lock_guard lock(log.mu);
+    EXPECT_EQ(static_cast<std::size_t>(failed), log.batch_keys.at(0).size()) << "exactly the first run's jobs";
+  }
+  const ModelStats st = pool.stats();
+  EXPECT_EQ(st.run_errors, 1u);
+  EXPECT_EQ(st.run_timeouts, 0u);
+}
+
+TEST(BatchPool, ARunPastItsDeadlineIsCancelledThroughTheAdapter) {
+  Log log;
+  log.hang_run = true;
+  SumPool pool(spec(1, 4, 0), PoolShape{1, 64}, [&](int) { return SumAdapter(4, log); });
+  RunWatchdog watchdog(50);
+  pool.watch_runs(watchdog);
+  watchdog.start();
+  pool.start();
+  std::vector<SumJob> hung(1);
+  hung[0].input = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  submit(pool, hung[0]);
+  ASSERT_TRUE(wait_done(hung));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(hung[0].failures.load(), 1);
+  EXPECT_TRUE(hung[0].timed_out_seen) << "the failure says it was the deadline";
+  EXPECT_EQ(hung[0].total, 0);
+  EXPECT_EQ(pool.stats().run_timeouts, 1u);
+  EXPECT_EQ(pool.stats().run_errors, 1u);
+  EXPECT_LT(took, 2s) << "cancelled at about the 50 ms deadline";
+  // The pool goes on: the next runs are not cancelled.
+  std::vector<SumJob> more(4);
+  for (auto& j : more) {
+    j.input = 3;
+    submit(pool, j);
+  }
+  ASSERT_TRUE(wait_done(more));
+  for (auto& j : more) EXPECT_EQ(j.total, 3);
+  pool.stop();
+  watchdog.stop();
+  EXPECT_EQ(pool.stats().run_timeouts, 1u);
+}
+
+}  // namespace
+}  // namespace brisvox::engine
