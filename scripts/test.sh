@@ -29,10 +29,11 @@ build_args=()
 ctest_args=()
 case "$preset" in
   tsan)
-    # The pool, the watchdog, the turn workers and the server are where threads meet; the other
-    # layers are single-threaded and covered by asan.
+    # The pools, the watchdog, the payload channel and the server are where threads meet; the
+    # other layers are single-threaded and covered by asan.
     build_args=(--target brisvox_engine_tests brisvox_fault_injection_tests brisvox_turn_engine_tests
-                brisvox_engine_accounting_tests brisvox_server_tests brisvox_cli)
+                brisvox_engine_accounting_tests brisvox_batch_pool_tests brisvox_payload_tests
+                brisvox_server_tests brisvox_cli)
     ctest_args=(-L 'engine|server')
     ;;
 esac
