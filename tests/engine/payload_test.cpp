@@ -4,7 +4,7 @@
 // its speech_end event), on the bundled speech recording.
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <algorithm>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -37,8 +37,8 @@ TEST(PayloadChannel, PayloadsArriveWholeAndInOrderAcrossTheWrap) {
     EXPECT_EQ(channel.waiting(), 1u);
     ASSERT_EQ(channel.size_of(id, skipped), a.size() + b.size());
     ASSERT_EQ(channel.read(id, out, skipped), a.size() + b.size()) << id;
-    EXPECT_EQ(std::memcmp(out.data(), a.data(), a.size()), 0) << id;
-    EXPECT_EQ(std::memcmp(out.data() + a.size(), b.data(), b.size()), 0) << id;
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), out.begin())) << id;
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(a.size()))) << id;
     EXPECT_EQ(channel.read(id, out, skipped), 0u) << "a payload is read once";
   }
   EXPECT_EQ(skipped, 0u);
@@ -91,7 +91,7 @@ TEST(PayloadChannel, OneWriterAndOneReaderOnTwoThreads) {
     }
     ASSERT_EQ(n, id % 97 + 4u);
     const auto v = bytes_of(n, static_cast<std::uint8_t>(id));
-    ASSERT_EQ(std::memcmp(out.data(), v.data(), n), 0) << id;
+    ASSERT_TRUE(std::equal(v.begin(), v.end(), out.begin())) << id;
     ++id;
   }
   writer.join();
