@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,8 +21,10 @@ namespace {
 // (measured: 6.5e-6 over the 10 golden sentences).
 constexpr double kSampleTolerance = 1e-4;
 
+// BRISVOX_PIPER_GOLDENS names another goldens file (tools/piper/make_goldens.py --out).
 nlohmann::json goldens() {
-  std::ifstream in(test::data_path("tts/piper_goldens.json"));
+  const char* other = std::getenv("BRISVOX_PIPER_GOLDENS");
+  std::ifstream in(other != nullptr ? std::string(other) : test::data_path("tts/piper_goldens.json"));
   std::stringstream s;
   s << in.rdbuf();
   return nlohmann::json::parse(s.str());
@@ -59,7 +62,7 @@ TEST(PiperParity, PhonemeIdsEqualPiperTtsForEveryGoldenText) {
       for (const auto& s : got) report += join(s) + " | ";
     }
   }
-  ASSERT_GE(texts, 50u);
+  ASSERT_GE(texts, std::getenv("BRISVOX_PIPER_GOLDENS") != nullptr ? 1u : 50u);
   EXPECT_EQ(same, texts) << same << " of " << texts << " texts (" << sentences
                          << " sentences) have Piper's ids; espeak-ng: " << tts.phonemizer().espeak_version() << report;
   const auto st = tts.phonemizer().stats();
@@ -102,7 +105,9 @@ TEST(PiperParity, AudioEqualsPiperTtsWithNoiseOff) {
     }
     EXPECT_FALSE(tts.next(s, chunk));
   }
-  EXPECT_GE(checked, 8u);
+  if (std::getenv("BRISVOX_PIPER_GOLDENS") == nullptr) {
+    EXPECT_GE(checked, 8u);
+  }
   std::cout << "[ audio    ] " << checked << " sentences, largest sample difference " << worst << "\n";
 }
 

@@ -4,6 +4,8 @@ tests/data/tts/piper_sentences.txt with the en_US-joe-medium voice.
 
     .venv/bin/python tools/piper/make_goldens.py            # writes the goldens
     .venv/bin/python tools/piper/make_goldens.py --check    # compares, writes nothing
+    .venv/bin/python tools/piper/make_goldens.py --sentences my.txt --out /tmp/g.json --audio-texts 0
+        (another corpus: BRISVOX_PIPER_GOLDENS=/tmp/g.json runs tests/tts's parity test on it)
 
 piper-tts (GPL-3.0) runs here only, at test-data time, inside the project's venv; brisvox never
 links or ships it. Per text: the phonemes and phoneme ids of every sentence (PiperVoice.phonemize
@@ -33,9 +35,9 @@ AUDIO_TEXTS = 8      # the first N texts get audio references
 STRIDE = 97          # samples between two stored samples (prime, so it does not beat with hop 256)
 
 
-def read_texts():
+def read_texts(path):
     texts = []
-    for line in SENTENCES.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             texts.append(line.replace("\\n", "\n"))
     return texts
@@ -44,9 +46,12 @@ def read_texts():
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true", help="compare with the stored goldens instead of writing")
+    ap.add_argument("--sentences", type=Path, default=SENTENCES, help="texts, one per line")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write the goldens")
+    ap.add_argument("--audio-texts", type=int, default=AUDIO_TEXTS, help="texts with audio references")
     args = ap.parse_args()
     voice = PiperVoice.load(str(VOICE))
-    texts = read_texts()
+    texts = read_texts(args.sentences)
     out = {
         "generator": "tools/piper/make_goldens.py",
         "piper_tts": getattr(piper, "__version__", "1.8.0"),
@@ -63,7 +68,7 @@ def main() -> int:
             if not phonemes:
                 continue
             entry["sentences"].append({"phonemes": "".join(phonemes), "ids": voice.phonemes_to_ids(phonemes)})
-        if i < AUDIO_TEXTS:
+        if i < args.audio_texts:
             entry["audio"] = []
             for chunk in voice.synthesize(text, syn_config=syn):
                 a = chunk.audio_float_array.astype(np.float64)
@@ -75,7 +80,7 @@ def main() -> int:
                 })
         out["texts"].append(entry)
     if args.check:
-        stored = json.loads(OUT.read_text(encoding="utf-8"))
+        stored = json.loads(args.out.read_text(encoding="utf-8"))
         same = [a["sentences"] == b["sentences"] for a, b in zip(stored["texts"], out["texts"])]
         print(f"{sum(same)} of {len(same)} texts have the stored phoneme ids")
         return 0 if all(same) and len(stored["texts"]) == len(out["texts"]) else 1
@@ -83,9 +88,9 @@ def main() -> int:
     head = {k: v for k, v in out.items() if k != "texts"}
     lines = [json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in out["texts"]]
     body = json.dumps(head, ensure_ascii=False)[:-1] + ', "texts": [\n' + ",\n".join(lines) + "\n]}\n"
-    OUT.write_text(body, encoding="utf-8")
+    args.out.write_text(body, encoding="utf-8")
     n = sum(len(t["sentences"]) for t in out["texts"])
-    print(f"wrote {OUT.relative_to(ROOT)}: {len(texts)} texts, {n} sentences")
+    print(f"wrote {args.out}: {len(texts)} texts, {n} sentences")
     return 0
 
 
