@@ -85,7 +85,7 @@ class EspeakPhonemizer {
   std::vector<PhonemeSentence> phonemize(std::string_view text);
 
   const std::string& voice() const;
-  // The first line of `espeak-ng --version` ("eSpeak NG text-to-speech: 1.52.0  Data at: ...").
+  // The first line of `espeak-ng --version` without its data folder ("eSpeak NG text-to-speech: 1.52.0").
   const std::string& espeak_version() const;
   // Process ids of the two children (for diagnostics and tests); -1 where none runs.
   std::vector<pid_t> child_pids() const;

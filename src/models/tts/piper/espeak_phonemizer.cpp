@@ -219,7 +219,11 @@ struct EspeakPhonemizer::Impl {
       EspeakProcess v(std::move(args), env());
       std::string line;
       bool timed_out = false;
-      if (v.read_line(line, config.timeout_ms, timed_out)) version = line;
+      if (v.read_line(line, config.timeout_ms, timed_out)) {
+        // "eSpeak NG text-to-speech: 1.52.0  Data at: ...": the data folder printed is the
+        // compiled-in one whatever --path says, so it is left out.
+        version = line.substr(0, line.find("  Data at:"));
+      }
     } catch (const Error&) {
       version.clear();  // start() reports the problem
     }

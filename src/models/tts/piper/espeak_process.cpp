@@ -84,6 +84,9 @@ EspeakProcess::EspeakProcess(std::vector<std::string> argv, std::vector<std::str
   posix_spawn_file_actions_adddup2(&actions, child_in, 0);
   posix_spawn_file_actions_adddup2(&actions, child_out, 1);
   posix_spawn_file_actions_adddup2(&actions, child_err, 2);
+  // The child gets its three sockets and nothing else of the host (a server's listening socket
+  // without close-on-exec, say).
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   const bool search_path = argv[0].find('/') == std::string::npos;
   const int rc = search_path ? ::posix_spawnp(&pid_, argv_c[0], &actions, nullptr, argv_c.data(), env_c.data())
                              : ::posix_spawn(&pid_, argv_c[0], &actions, nullptr, argv_c.data(), env_c.data());
