@@ -83,8 +83,9 @@ else
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
       > "$apt_cache/sources.list"
     apt_opts=(-o "Dir::Etc::SourceList=$apt_cache/sources.list" -o Dir::Etc::SourceParts=/dev/null
-              -o "Dir::State::Lists=$apt_cache/lists" -o "Dir::Cache=$apt_cache"
-              -o APT::Sandbox::User=root)
+              -o "Dir::State::Lists=$apt_cache/lists" -o "Dir::Cache=$apt_cache")
+    # As root, apt would hand the downloads to its _apt user, who cannot write to .cache/.
+    [[ $EUID == 0 ]] && apt_opts+=(-o APT::Sandbox::User=root)
     apt-get "${apt_opts[@]}" update -qq
     (cd "$apt_cache/debs" && apt-get "${apt_opts[@]}" download -qq \
        "${espeak_debs[@]/%/=$espeak_version}")
