@@ -37,6 +37,15 @@ TEST(PiperBadInput, EmptyAndBlankText) {
   expect_error([] { start(" \n\t "); }, ErrorCode::kInvalidArgument, "empty");
 }
 
+TEST(PiperBadInput, PunctuationAloneIsNoSentence) {
+  for (const char* text : {"...", "!!!", " - ", "()"}) {
+    PiperSynthesis s = start(text);
+    EXPECT_EQ(s.sentence_count(), 0u) << text;
+    PiperChunk c;
+    EXPECT_FALSE(test::shared_piper().next(s, c)) << text;
+  }
+}
+
 TEST(PiperBadInput, TextOverTheLimitIsRefusedBeforeAnyWork) {
   PiperTts& tts = test::shared_piper();
   const auto before = tts.phonemizer().stats().requests;

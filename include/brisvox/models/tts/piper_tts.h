@@ -10,6 +10,7 @@
 // (valid UTF-8, not empty, no control characters but tab/CR/LF, at most max_text_bytes), the
 // request's options, and phonemizes the whole text, so that every sentence is known to fit one
 // model run (max_phoneme_ids). Nothing is half-done: an Error from start() means no audio at all.
+// Text with nothing to say ("...") gives a synthesis without sentences, as in Piper.
 // next() then runs the model for one sentence (or, with max_batch > 1, a batch of sentences of
 // similar length, returned one per call). Audio matches piper-tts's: each sentence normalised to
 // peak 1 (Piper's normalize_audio), times volume, clipped to [-1, 1], optionally resampled
