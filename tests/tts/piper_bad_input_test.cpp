@@ -46,6 +46,19 @@ TEST(PiperBadInput, PunctuationAloneIsNoSentence) {
   }
 }
 
+TEST(PiperBadInput, AClauseBreakBrisvoxDoesNotKnowIsDetectedAndCounted) {
+  // U+1803 (Mongolian full stop) ends a clause in espeak-ng; brisvox's punctuation table leaves it
+  // out, so espeak-ng prints one clause more than predicted. The request still works: each clause
+  // printed becomes a sentence, and the mismatch is counted.
+  EspeakPhonemizer p{EspeakPhonemizerConfig{}};
+  const auto sentences = p.phonemize("Hello there\xe1\xa0\x83 General Kenobi.");
+  EXPECT_EQ(p.stats().clause_mismatches, 1u);
+  ASSERT_EQ(sentences.size(), 2u);
+  EXPECT_EQ(sentences[1].back(), ".");  // the line's last clause keeps its terminator
+  EXPECT_EQ(p.phonemize("General Kenobi.").size(), 1u);  // and the children are in step
+  EXPECT_EQ(p.stats().clause_mismatches, 1u);
+}
+
 TEST(PiperBadInput, TextOverTheLimitIsRefusedBeforeAnyWork) {
   PiperTts& tts = test::shared_piper();
   const auto before = tts.phonemizer().stats().requests;

@@ -261,13 +261,15 @@ std::vector<std::vector<std::u32string>> EspeakPhonemizer::Impl::phonemize_part(
     if (ipa_lines.size() != predicted || mn_lines.size() != ipa_lines.size()) {
       ++stats.clause_mismatches;
       detail::log(LogLevel::kWarn,
-                  "espeak-ng printed {} clause(s) where brisvox expected {} for '{}': their terminators are "
-                  "guessed, so this text may sound slightly different from Piper",
+                  "espeak-ng printed {} clause(s) where brisvox expected {} for '{}': each is taken as a "
+                  "sentence without its punctuation, so this text may sound slightly different from Piper",
                   ipa_lines.size(), predicted, preview(line_text));
+      // Each printed clause its own sentence (no terminator phoneme: it is not known), so that
+      // no sentence grows past what one model run takes; the line's last keeps its terminator.
       for (std::size_t k = 0; k < ipa_lines.size(); ++k) {
         ClauseOut c;
         c.ipa = tts::strip_separators(ipa_lines[k]);
-        c.terminator = k + 1 == ipa_lines.size() ? clauses[line.last].terminator : tts::clause::kNone;
+        c.terminator = k + 1 == ipa_lines.size() ? clauses[line.last].terminator : tts::clause::kEof;
         out.push_back(std::move(c));
       }
       continue;
