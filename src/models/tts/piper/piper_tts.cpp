@@ -1,0 +1,201 @@
+#include "brisvox/models/tts/piper_tts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "brisvox/audio/resampler.h"
+#include "brisvox/error.h"
+#include "base/log.h"
+#include "models/tts/piper/piper_text.h"
+#include "models/tts/piper/unicode_text.h"
+
+namespace brisvox {
+namespace {
+
+// Sentences of a batch are within this factor of the longest one's ids, so that padding wastes
+// little (VITS computes the whole padded batch).
+constexpr double kBatchLengthRatio = 0.75;
+
+void finish_audio(std::vector<float>& audio, bool normalize, float volume) {
+  if (normalize) {
+    float peak = 0.0f;
+    for (const float x : audio) peak = std::max(peak, std::fabs(x));
+    if (peak < 1e-8f) {
+      std::fill(audio.begin(), audio.end(), 0.0f);
+    } else {
+      for (float& x : audio) x /= peak;
+    }
+  }
+  for (float& x : audio) x = std::clamp(x * volume, -1.0f, 1.0f);
+}
+
+}  // namespace
+
+struct PiperTts::Impl {
+  PiperTtsConfig config;
+  PiperVoiceConfig voice;
+  EspeakPhonemizer phonemizer;
+  PiperVits vits;
+
+  Impl(const PiperTtsConfig& c, PiperVoiceConfig v, EspeakPhonemizer p, PiperVits m)
+      : config(c), voice(std::move(v)), phonemizer(std::move(p)), vits(std::move(m)) {}
+};
+
+PiperTts::PiperTts(const PiperTtsConfig& config) {
+  if (config.max_text_bytes < 1 || config.max_text_bytes > 1000000) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Piper max_text_bytes must be 1 to 1000000, got {}", config.max_text_bytes));
+  }
+  if (config.model_path.empty()) throw Error(ErrorCode::kInvalidArgument, "Piper model_path is empty");
+  const std::string config_path = config.config_path.empty() ? config.model_path + ".json" : config.config_path;
+  PiperVoiceConfig voice = load_piper_voice_config(config_path);
+  EspeakPhonemizerConfig pc;
+  pc.voice = voice.espeak_voice;
+  pc.install = config.espeak;
+  pc.timeout_ms = config.espeak_timeout_ms;
+  pc.vowel_clusters = voice.vowel_clusters;
+  PiperVitsConfig vc;
+  vc.model_path = config.model_path;
+  vc.max_batch = config.max_batch;
+  vc.max_phoneme_ids = config.max_phoneme_ids;
+  vc.hop_length = voice.hop_length;
+  vc.num_speakers = voice.num_speakers;
+  vc.session = config.session;
+  // The model first: a wrong model path is reported before espeak-ng is started.
+  PiperVits vits(vc);
+  EspeakPhonemizer phonemizer(std::move(pc));
+  impl_ = std::make_unique<Impl>(config, std::move(voice), std::move(phonemizer), std::move(vits));
+}
+
+PiperTts::~PiperTts() = default;
+PiperTts::PiperTts(PiperTts&&) noexcept = default;
+PiperTts& PiperTts::operator=(PiperTts&&) noexcept = default;
+
+const PiperVoiceConfig& PiperTts::voice() const { return impl_->voice; }
+std::size_t PiperTts::max_text_bytes() const { return impl_->config.max_text_bytes; }
+EspeakPhonemizer& PiperTts::phonemizer() { return impl_->phonemizer; }
+PiperVits& PiperTts::model() { return impl_->vits; }
+void PiperTts::cancel_run() noexcept { impl_->vits.cancel_run(); }
+void PiperTts::clear_cancel() noexcept { impl_->vits.clear_cancel(); }
+
+PiperSynthesis PiperTts::start(const PiperRequest& request) {
+  Impl& m = *impl_;
+  if (request.text.size() > m.config.max_text_bytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("text is {} bytes, more than the limit of {} bytes per request; split it into several "
+                            "requests",
+                            request.text.size(), m.config.max_text_bytes));
+  }
+  const std::u32string text = tts::decode_utf8(request.text);
+  tts::check_no_control_characters(text);
+  if (std::all_of(text.begin(), text.end(), [](char32_t c) { return tts::is_space(c); })) {
+    throw Error(ErrorCode::kInvalidArgument, "text is empty: there is nothing to say");
+  }
+  PiperSynthesis s;
+  s.scales_ = m.voice.scales;
+  if (request.noise_scale) s.scales_.noise_scale = *request.noise_scale;
+  if (request.length_scale) s.scales_.length_scale = *request.length_scale;
+  if (request.noise_w_scale) s.scales_.noise_w_scale = *request.noise_w_scale;
+  const PiperScales& sc = s.scales_;
+  if (!std::isfinite(sc.noise_scale) || !std::isfinite(sc.length_scale) || !std::isfinite(sc.noise_w_scale) ||
+      sc.noise_scale < 0.0f || sc.noise_scale > 10.0f || sc.noise_w_scale < 0.0f || sc.noise_w_scale > 10.0f ||
+      sc.length_scale < 0.05f || sc.length_scale > 20.0f) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("scales out of range: noise_scale {} and noise_w_scale {} must be 0 to 10, length_scale {} "
+                            "0.05 to 20",
+                            sc.noise_scale, sc.noise_w_scale, sc.length_scale));
+  }
+  s.speaker_id_ = m.voice.num_speakers > 1 ? m.voice.default_speaker_id : 0;
+  if (request.speaker_id) {
+    if (*request.speaker_id < 0 || *request.speaker_id >= m.voice.num_speakers) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("speaker_id {} is outside [0, {}) for voice '{}'",
+                                                           *request.speaker_id, m.voice.num_speakers, m.config.model_path));
+    }
+    s.speaker_id_ = *request.speaker_id;
+  }
+  const int rate = request.output_rate_hz;
+  if (rate != 0 && rate != m.voice.sample_rate_hz && rate != 8000 && rate != 16000 && rate != 24000 && rate != 48000) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("output_rate_hz {} is not supported: use 0 (the voice's {} Hz), 8000, 16000, 24000 or 48000",
+                            rate, m.voice.sample_rate_hz));
+  }
+  s.output_rate_hz_ = rate == 0 ? m.voice.sample_rate_hz : rate;
+  if (!std::isfinite(request.volume) || request.volume < 0.0f || request.volume > 10.0f) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("volume {} must be 0 to 10", request.volume));
+  }
+  s.normalize_ = request.normalize;
+  s.volume_ = request.volume;
+
+  const auto sentences = m.phonemizer.phonemize(request.text);
+  for (std::size_t i = 0; i < sentences.size(); ++i) {
+    PhonemeIds ids = phonemes_to_ids(sentences[i], m.voice);
+    if (ids.ids.size() > static_cast<std::size_t>(m.config.max_phoneme_ids)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("sentence {} has {} phoneme ids, more than the {} one model run takes; end it with . ? or "
+                              "! somewhere",
+                              i + 1, ids.ids.size(), m.config.max_phoneme_ids));
+    }
+    if (!ids.missing.empty()) {
+      detail::log(LogLevel::kWarn, "Piper voice '{}' has no id for {} phoneme(s) of sentence {} (first: '{}'); left out",
+                  m.config.model_path, ids.missing.size(), i + 1, ids.missing.front());
+    }
+    s.sentences_.push_back({sentences[i], std::move(ids.ids), std::move(ids.missing)});
+  }
+  return s;
+}
+
+bool PiperTts::next(PiperSynthesis& s, PiperChunk& chunk) {
+  Impl& m = *impl_;
+  if (s.ready_.empty()) {
+    if (s.next_ >= s.sentences_.size()) return false;
+    // A batch: the next sentence and the following ones of similar length.
+    std::size_t count = 1;
+    const std::size_t first_len = s.sentences_[s.next_].ids.size();
+    while (count < static_cast<std::size_t>(m.config.max_batch) && s.next_ + count < s.sentences_.size()) {
+      const std::size_t len = s.sentences_[s.next_ + count].ids.size();
+      const double ratio = static_cast<double>(std::min(len, first_len)) / static_cast<double>(std::max(len, first_len));
+      if (ratio < kBatchLengthRatio) break;
+      ++count;
+    }
+    std::vector<std::vector<std::int64_t>> ids;
+    for (std::size_t k = 0; k < count; ++k) ids.push_back(s.sentences_[s.next_ + k].ids);
+    std::vector<std::vector<float>> audio(count);
+    m.vits.run(ids, s.scales_, s.speaker_id_, audio);
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto index = s.next_ + k;
+      auto& sentence = s.sentences_[index];
+      PiperChunk c;
+      finish_audio(audio[k], s.normalize_, s.volume_);
+      if (s.output_rate_hz_ != m.voice.sample_rate_hz) {
+        c.samples = resample(audio[k], m.voice.sample_rate_hz, s.output_rate_hz_);
+        for (float& x : c.samples) x = std::clamp(x, -1.0f, 1.0f);  // the filter can overshoot a peak of 1
+      } else {
+        c.samples = std::move(audio[k]);
+      }
+      c.sample_rate_hz = s.output_rate_hz_;
+      c.sentence_index = index;
+      c.sentence_count = s.sentences_.size();
+      c.last = index + 1 == s.sentences_.size();
+      c.phonemes = std::move(sentence.phonemes);
+      c.phoneme_ids = std::move(sentence.ids);
+      c.missing_phonemes = std::move(sentence.missing);
+      s.ready_.push_back(std::move(c));
+    }
+    s.next_ += count;
+  }
+  chunk = std::move(s.ready_.front());
+  s.ready_.pop_front();
+  return true;
+}
+
+std::vector<std::int16_t> piper_to_int16(const std::vector<float>& samples) {
+  std::vector<std::int16_t> out(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    out[i] = static_cast<std::int16_t>(std::clamp(samples[i] * 32767.0f, -32767.0f, 32767.0f));
+  }
+  return out;
+}
+
+}  // namespace brisvox
