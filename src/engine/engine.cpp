@@ -19,6 +19,8 @@ namespace brisvox {
 using engine::now_ns;
 using engine::StreamSlot;
 
+static_assert(sizeof(Event) == 48, "events are copied through a fixed ring per stream: keep them small");
+
 std::string_view to_string(EventType type) noexcept {
   switch (type) {
     case EventType::kSpeechStart: return "speech_start";
