@@ -1,0 +1,29 @@
+// `brisvox loadtest` as a library call: its options, and the run that drives the streams and prints
+// the report (a table, or one JSON object). The cli binds the options to the command line.
+#pragma once
+
+#include <string>
+
+namespace brisvox::loadtest {
+
+struct LoadtestOptions {
+  std::string url;
+  bool spawn_server = false;
+  std::string server_args;
+  std::string wav;  // empty: the bundled sample
+  std::string token;
+  int streams = 100;
+  double seconds = 10;
+  int chunk_ms = 32;
+  double ramp_s = 2;
+  double grace_s = 10;
+  int threads = 1;
+  double max_p99_ms = 0;
+  bool json = false;
+};
+
+// Runs the load test and prints the report on stdout: 0 when every stream completed without loss
+// (and within max_p99_ms when set), 1 otherwise. Throws Error for bad options.
+int run_loadtest(const LoadtestOptions& options);
+
+}  // namespace brisvox::loadtest
