@@ -35,20 +35,24 @@ std::string_view to_string(ModelFamily family) noexcept {
   return "unknown";
 }
 
-ModelSpec ModelSpec::silero_vad(std::string path, std::string name) {
+namespace {
+
+ModelSpec entry(ModelFamily family, std::string path, std::string name) {
   ModelSpec s;
   s.name = std::move(name);
-  s.family = ModelFamily::kSileroVad;
+  s.family = family;
   s.path = std::move(path);
   return s;
 }
 
+}  // namespace
+
+ModelSpec ModelSpec::silero_vad(std::string path, std::string name) {
+  return entry(ModelFamily::kSileroVad, std::move(path), std::move(name));
+}
+
 ModelSpec ModelSpec::smart_turn(std::string path, std::string name) {
-  ModelSpec s;
-  s.name = std::move(name);
-  s.family = ModelFamily::kSmartTurn;
-  s.path = std::move(path);
-  return s;
+  return entry(ModelFamily::kSmartTurn, std::move(path), std::move(name));
 }
 
 void ModelSpec::validate() const {
