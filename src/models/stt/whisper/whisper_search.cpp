@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "brisvox/error.h"
+#include "models/stt/whisper/softmax_sum.h"
 
 namespace brisvox {
 namespace {
@@ -137,8 +138,7 @@ void WhisperSequence::consume(std::span<float> logits) {
       // Whisper's no-speech probability: softmax of the raw logits after <|startoftranscript|>.
       float max = kNegInf;
       for (float x : logits) max = std::max(max, x);
-      double sum = 0.0;
-      for (float x : logits) sum += std::exp(static_cast<double>(x) - max);
+      const double sum = whisper_detail::sum_exp_below(logits, max);
       const double p = std::exp(static_cast<double>(logits[static_cast<std::size_t>(config.tokens.no_speech)]) - max) / sum;
       no_speech_prob_ = static_cast<float>(p);
     }
@@ -217,11 +217,7 @@ void WhisperSequence::sample(std::span<float> logits) {
   if (best == logits.size() || !std::isfinite(max)) {
     throw Error(ErrorCode::kRuntime, "Whisper decoder produced no finite logit for an allowed token (a broken model?)");
   }
-  double sum = 0.0;
-  for (float x : logits) {
-    if (x > kNegInf) sum += std::exp(static_cast<double>(x) - max);
-  }
-  sum_logprob_ += -std::log(sum);  // log_softmax(logits)[best]
+  sum_logprob_ += -std::log(whisper_detail::sum_exp_below(logits, max));  // log_softmax(logits)[best]
   const int token = static_cast<int>(best);
   if (token == config.tokens.eot) {
     done_ = true;
