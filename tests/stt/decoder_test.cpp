@@ -211,6 +211,18 @@ TEST(WhisperTranscriber, ANeverEndingDecoderStopsAtTheLimit) {
   const WhisperTranscript five = t.transcribe(clip, 16000, o);
   EXPECT_TRUE(five.segments[0].hit_token_limit);
   EXPECT_EQ(five.text(), "aaaaa");
+  EXPECT_EQ(five.segments[0].window_frames, 400);
+  // A fit window at the limit is decoded again in the full window (where it loops as well), unless
+  // the fallback is off.
+  o.window = WhisperWindow::kFit;
+  o.fit_min_frames = 100;
+  const WhisperTranscript fit = t.transcribe(clip, 16000, o);
+  EXPECT_TRUE(fit.segments[0].hit_token_limit);
+  EXPECT_EQ(fit.segments[0].window_frames, 400);
+  o.fit_fallback = false;
+  const WhisperTranscript no_fallback = t.transcribe(clip, 16000, o);
+  EXPECT_TRUE(no_fallback.segments[0].hit_token_limit);
+  EXPECT_EQ(no_fallback.segments[0].window_frames, 200);
 }
 
 TEST(WhisperTranscriber, RefusesBadAudioAndOptions) {

@@ -35,6 +35,10 @@ struct WhisperTranscribeOptions {
   WhisperWindow window = WhisperWindow::kFull;
   // kFit: the shortest window (frames; a multiple of 100, clamped to the model's full window).
   int fit_min_frames = WhisperFeatures::kDefaultFitMinFrames;
+  // kFit: a window that ends at the token limit (Whisper repeating itself, which a cut window
+  // provokes now and then: docs/MODELS.md) is decoded again in the full window, and that result
+  // kept.
+  bool fit_fallback = true;
   WhisperDecodeOptions decode;
 };
 
@@ -48,6 +52,7 @@ struct WhisperSegment {
   float no_speech_prob = 0.0f;
   bool no_speech = false;        // the no-speech rule fired: text is empty
   bool hit_token_limit = false;  // ended at max_new_tokens without <|endoftext|>
+  int window_frames = 0;         // the window it was decoded in (kFit: after any fallback)
 };
 
 struct WhisperTranscript {

@@ -132,24 +132,28 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
     }
   } release{m.decoder};
 
-  for (std::size_t w = 0; w < windows.size();) {
+  // Windows in the order they are decoded; a fit window that ends at the token limit (Whisper
+  // repeating itself: it was trained on 30 s windows) is queued again as a full window.
+  std::vector<std::size_t> queue(windows.size());
+  for (std::size_t i = 0; i < windows.size(); ++i) queue[i] = i;
+  for (std::size_t q = 0; q < queue.size();) {
     // A batch: consecutive windows of one length (all full ones; with kFit the last may differ).
     std::size_t n = 0;
-    while (w + n < windows.size() && n < static_cast<std::size_t>(m.max_batch) && windows[w + n].frames == windows[w].frames) {
+    const int frames = windows[queue[q]].frames;
+    while (q + n < queue.size() && n < static_cast<std::size_t>(m.max_batch) && windows[queue[q + n]].frames == frames) {
       ++n;
     }
-    const int frames = windows[w].frames;
     std::vector<const float*> mel_ptrs;
     std::vector<WhisperEncoderOutput> targets;
     for (std::size_t i = 0; i < n; ++i) {
-      const Window& win = windows[w + i];
+      const Window& win = windows[queue[q + i]];
       float* dst = batch_mel.data() + i * mels * static_cast<std::size_t>(frames);
       WhisperFeatures::cut_window(mel, total, win.first, win.count, frames,
                                   std::span<float>(dst, mels * static_cast<std::size_t>(frames)));
       const int slot = m.decoder.acquire();
       targets.push_back(m.decoder.begin(slot, WhisperEncoder::positions(frames)));
       mel_ptrs.push_back(dst);
-      slot_window[static_cast<std::size_t>(slot)] = static_cast<int>(w + i);
+      slot_window[static_cast<std::size_t>(slot)] = static_cast<int>(queue[q + i]);
       sequences[static_cast<std::size_t>(slot)].reset();
     }
     m.encoder.run(frames, mel_ptrs, targets);
@@ -163,8 +167,9 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         WhisperSequence& seq = sequences[static_cast<std::size_t>(s)];
         seq.consume(m.decoder.logits(s));
         if (!seq.done()) continue;
-        const Window& win = windows[static_cast<std::size_t>(slot_window[static_cast<std::size_t>(s)])];
-        WhisperSegment& seg = transcript.segments[static_cast<std::size_t>(slot_window[static_cast<std::size_t>(s)])];
+        const auto index = static_cast<std::size_t>(slot_window[static_cast<std::size_t>(s)]);
+        Window& win = windows[index];
+        WhisperSegment& seg = transcript.segments[index];
         seg.start_s = win.first * 0.01;
         seg.end_s = (win.first + win.count) * 0.01;
         seg.tokens.assign(seq.tokens().begin(), seq.tokens().end());
@@ -172,11 +177,17 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         seg.no_speech_prob = seq.no_speech_prob();
         seg.no_speech = seq.no_speech();
         seg.hit_token_limit = seq.hit_token_limit();
+        seg.window_frames = win.frames;
+        seg.text.clear();
         if (!seg.no_speech) seg.text = m.model.decode(seg.tokens);
+        if (seg.hit_token_limit && win.frames < full && options.fit_fallback) {
+          win.frames = full;
+          queue.push_back(index);
+        }
         m.decoder.release(s);
       }
     }
-    w += n;
+    q += n;
   }
   return transcript;
 }
