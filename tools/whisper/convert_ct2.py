@@ -6,7 +6,8 @@
 CT2_DIR holds model.bin (CTranslate2 binary version 6, WhisperSpec, float16/float32/bfloat16
 weights: the format is described in ct2_format.py), config.json (suppress_ids,
 suppress_ids_begin, alignment_heads, lang_ids) and vocabulary.txt (one token per line, line i =
-token id i, in GPT-2's byte-to-unicode spelling, special and timestamp tokens included).
+token id i, in GPT-2's byte-to-unicode spelling, special and timestamp tokens included) or
+vocabulary.json (the same tokens as a JSON list, newer CTranslate2 converters).
 Runs with numpy + onnx (the project's venv); no torch, no CTranslate2.
 
 --layout brisvox (the default) writes OUT_DIR/
@@ -16,7 +17,7 @@ Runs with numpy + onnx (the project's venv); no torch, no CTranslate2.
   decoder.onnx     one token per sequence and step, per-sequence positions, KV caches in/out
                    (contracts in whisper_onnx.py)
   whisper.json     dims, special token ids, suppress lists, languages: what brisvox needs
-  vocabulary.txt   copied from CT2_DIR
+  vocabulary.txt   CT2_DIR's vocabulary, one token per line
 --layout sherpa / optimum write the same weights with the contracts of sherpa-onnx's and
 Hugging Face Optimum's Whisper exports (for brisvox's loader tests on real weights; they are
 brisvox's rendition of those contracts, not files made by those projects).
@@ -62,11 +63,25 @@ def bytes_to_unicode() -> dict:
 
 
 def read_vocabulary(path: str) -> list:
+    if path.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            tokens = json.load(f)
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise ValueError(f"{path} is not a JSON list of tokens")
+        return tokens
     with open(path, encoding="utf-8") as f:
         tokens = f.read().split("\n")
     if tokens and tokens[-1] == "":
         tokens.pop()
     return tokens
+
+
+def vocabulary_path(ct2_dir: str) -> str:
+    for name in ("vocabulary.txt", "vocabulary.json"):
+        path = os.path.join(ct2_dir, name)
+        if os.path.isfile(path):
+            return path
+    raise ValueError(f"{ct2_dir} has neither vocabulary.txt nor vocabulary.json")
 
 
 def special_tokens(vocab: list, n_vocab: int) -> dict:
@@ -128,7 +143,13 @@ def write_brisvox(w, tokens, ct2_config, vocab_path, out_dir):
     with open(os.path.join(out_dir, "whisper.json"), "w", encoding="utf-8") as f:
         json.dump(cfg, f, indent=1, sort_keys=True)
         f.write("\n")
-    shutil.copyfile(vocab_path, os.path.join(out_dir, "vocabulary.txt"))
+    if vocab_path.endswith(".txt"):
+        shutil.copyfile(vocab_path, os.path.join(out_dir, "vocabulary.txt"))
+    else:
+        if any("\n" in t for t in vocab):  # GPT-2's spelling has no raw newline
+            raise ValueError(f"{vocab_path} has a token with a newline")
+        with open(os.path.join(out_dir, "vocabulary.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(vocab) + "\n")
 
 
 def write_sherpa_tokens(vocab: list, eot: int, path: str):
@@ -241,7 +262,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     model_bin = os.path.join(args.ct2_dir, "model.bin")
-    vocab_path = os.path.join(args.ct2_dir, "vocabulary.txt")
+    vocab_path = vocabulary_path(args.ct2_dir)
     with open(os.path.join(args.ct2_dir, "config.json"), encoding="utf-8") as f:
         ct2_config = json.load(f)
     w = whisper_weights.from_ct2(ct2_format.read_model_bin(model_bin))
