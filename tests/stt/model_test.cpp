@@ -133,7 +133,9 @@ TEST(WhisperModel, RefusesAWrongContractNamingTheTensor) {
 TEST(WhisperModel, RefusesFoldersItCannotRead) {
   const std::string none = message_of([] { WhisperModel::load("/nonexistent/whisper"); }, ErrorCode::kIo);
   EXPECT_NE(none.find("/nonexistent/whisper"), std::string::npos);
-  const std::string empty = message_of([] { WhisperModel::load(::testing::TempDir()); }, ErrorCode::kIo);
+  const std::filesystem::path empty_dir = std::filesystem::path(::testing::TempDir()) / "whisper-empty";
+  std::filesystem::create_directories(empty_dir);
+  const std::string empty = message_of([&] { WhisperModel::load(empty_dir.string()); }, ErrorCode::kIo);
   EXPECT_NE(empty.find("whisper.json"), std::string::npos) << empty;
   EXPECT_NE(empty.find("tokens.txt"), std::string::npos) << empty;
   EXPECT_NE(empty.find("decoder_model_merged.onnx"), std::string::npos) << empty;

@@ -110,6 +110,7 @@ TEST(WhisperParity, FullWindowTextMatchesFasterWhisper) {
   const Results run = transcribe_goldens(tiny_en(), WhisperWindow::kFull);
   std::size_t same_text = 0, same_tokens = 0, speech = 0;
   test::WordErrorRate wer_brisvox, wer_faster_whisper, wer_between;
+  std::map<std::string, std::pair<test::WordErrorRate, test::WordErrorRate>> by_corpus;  // brisvox, faster-whisper
   double max_logprob_diff = 0.0, max_no_speech_diff = 0.0;
   for (const Golden& g : goldens()) {
     const WhisperTranscript& t = run.results.at(g.name);
@@ -125,6 +126,8 @@ TEST(WhisperParity, FullWindowTextMatchesFasterWhisper) {
       wer_brisvox.add(g.reference, text);
       wer_faster_whisper.add(g.reference, g.text);
       wer_between.add(g.text, text);
+      by_corpus[g.corpus].first.add(g.reference, text);
+      by_corpus[g.corpus].second.add(g.reference, g.text);
     }
     if (tokens_equal) {
       // The segments faster-whisper kept are brisvox's segments without no_speech.
@@ -145,6 +148,10 @@ TEST(WhisperParity, FullWindowTextMatchesFasterWhisper) {
               same_text, goldens().size(), 100.0 * static_cast<double>(same_text) / n, same_tokens, goldens().size(),
               speech, wer_brisvox.words, wer_brisvox.percent(), wer_faster_whisper.percent(), wer_between.percent(),
               max_logprob_diff, max_no_speech_diff);
+  for (const auto& [corpus, wer] : by_corpus) {
+    std::printf("  %s: %zu words, WER brisvox %.2f %%, faster-whisper %.2f %%\n", corpus.c_str(), wer.first.words,
+                wer.first.percent(), wer.second.percent());
+  }
   RecordProperty("identical_text", std::to_string(same_text));
   RecordProperty("wer_brisvox", std::to_string(wer_brisvox.percent()));
   RecordProperty("wer_faster_whisper", std::to_string(wer_faster_whisper.percent()));
