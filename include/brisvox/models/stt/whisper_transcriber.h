@@ -1,0 +1,96 @@
+// Whole-recording transcription on one thread, built on the batched pieces (WhisperFeatures,
+// WhisperEncoder, WhisperDecoder, WhisperSequence): for tests, the offline path and as the
+// reference of how the pieces fit together. An engine batches across streams with the pieces
+// themselves.
+//
+// As faster-whisper's transcribe(beam_size=1, temperature=0, without_timestamps=True,
+// condition_on_previous_text=False, vad_filter=False): the recording is resampled to 16 kHz
+// (audio/resampler, libsoxr), its log-mel computed once over the whole recording (plus 160 zero
+// samples), and cut into consecutive windows of full_frames() content frames (30 s); each window
+// is decoded on its own (no previous text in the prompt), which is also what lets the windows of
+// one recording be encoded and decoded as a batch. A window whose no-speech rule fires gets an
+// empty text (faster-whisper drops it).
+// Differences: no temperature fallback (faster-whisper's compression-ratio and log-prob
+// fallbacks re-decode at higher temperatures, which needs sampling), no language detection, and
+// with timestamps the windows still advance by 30 s (faster-whisper seeks to the last timestamp).
+//
+// Not thread-safe: one transcribe() at a time per object (it owns one encoder and one decoder
+// session). cancel_run() from any thread makes the transcribe() in progress throw
+// Error(kRuntime) at its next model Run.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "brisvox/models/stt/whisper_features.h"
+#include "brisvox/models/stt/whisper_model.h"
+#include "brisvox/models/stt/whisper_search.h"
+#include "brisvox/runtime/session_config.h"
+
+namespace brisvox {
+
+struct WhisperTranscribeOptions {
+  WhisperWindow window = WhisperWindow::kFull;
+  // kFit: the shortest window (frames; a multiple of 100, clamped to the model's full window).
+  int fit_min_frames = WhisperFeatures::kDefaultFitMinFrames;
+  // kFit: a window that ends at the token limit (Whisper repeating itself, which a cut window
+  // provokes now and then: docs/MODELS.md) is decoded again in the full window, and that result
+  // kept.
+  bool fit_fallback = true;
+  WhisperDecodeOptions decode;
+};
+
+struct WhisperSegment {
+  double start_s = 0.0;  // the window's span in the recording
+  double end_s = 0.0;
+  std::string text;      // as faster-whisper's Segment.text (leading space included); "" if
+                         // no_speech
+  std::vector<int> tokens;  // sampled tokens (without <|endoftext|>)
+  double avg_logprob = 0.0;
+  float no_speech_prob = 0.0f;
+  bool no_speech = false;        // the no-speech rule fired: text is empty
+  bool hit_token_limit = false;  // ended at max_new_tokens without <|endoftext|>
+  int window_frames = 0;         // the window it was decoded in (kFit: after any fallback)
+};
+
+struct WhisperTranscript {
+  std::vector<WhisperSegment> segments;  // one per window, in order
+  // The segments' texts concatenated (faster-whisper: "".join(s.text for s in segments)).
+  std::string text() const;
+};
+
+struct WhisperTranscriberConfig {
+  int max_batch = 4;  // windows encoded (and decoded) together
+  SessionConfig session;
+};
+
+class WhisperTranscriber {
+ public:
+  // Copies what it needs of `model`. Throws as WhisperEncoder/WhisperDecoder do.
+  WhisperTranscriber(const WhisperModel& model, const WhisperTranscriberConfig& config = {});
+  ~WhisperTranscriber();
+  WhisperTranscriber(WhisperTranscriber&&) noexcept;
+  WhisperTranscriber& operator=(WhisperTranscriber&&) noexcept;
+
+  // `audio`: mono samples at sample_rate_hz (any rate libsoxr takes; 16 kHz is used as is).
+  // Throws Error(kBadAudio) naming the first NaN/Inf sample, Error(kInvalidArgument) for a bad
+  // rate, an option the model does not support (kFit on an Optimum model, an unknown language),
+  // Error(kRuntime) from ONNX Runtime. Audio shorter than 10 ms gives no segment.
+  WhisperTranscript transcribe(std::span<const float> audio, int sample_rate_hz,
+                               const WhisperTranscribeOptions& options = {});
+
+  void cancel_run() noexcept;
+  void clear_cancel() noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One-shot convenience: a WhisperTranscriber for one call.
+WhisperTranscript transcribe(const WhisperModel& model, std::span<const float> audio,
+                             int sample_rate_hz, const WhisperTranscribeOptions& options = {});
+
+}  // namespace brisvox

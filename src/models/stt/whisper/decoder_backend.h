@@ -1,0 +1,92 @@
+// The layout-specific half of WhisperDecoder: how slots are stored and how a step runs. The
+// common half (slot bookkeeping, argument checks) is in whisper_decoder.cpp.
+#pragma once
+
+#include <onnxruntime_cxx_api.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "brisvox/models/stt/whisper_decoder.h"
+#include "runtime/model_session.h"
+
+namespace brisvox {
+
+struct WhisperDecoder::Backend {
+  Backend(WhisperLayout l, runtime::ModelSession s, const WhisperConfig& c, int slots, int tokens, int audio)
+      : layout(l),
+        session(std::move(s)),
+        config(c),
+        max_slots(slots),
+        max_tokens(tokens),
+        max_audio(audio),
+        busy(static_cast<std::size_t>(slots), 0),
+        positions(static_cast<std::size_t>(slots), 0),
+        audio_positions(static_cast<std::size_t>(slots), 0),
+        logits(static_cast<std::size_t>(slots) * static_cast<std::size_t>(c.dims.n_vocab), 0.0f) {}
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // Where slot `slot`'s encoder output goes for a segment of `audio` positions (already checked
+  // against max_audio and the layout's rule).
+  virtual WhisperEncoderOutput encoder_target(int slot, int audio) = 0;
+  // Runs one step for slots [0, end): busy ones feed tokens[s] at positions[s]; stores each busy
+  // slot's new key/value row and leaves its logits in `logits`. Positions are advanced by the
+  // caller after a successful return.
+  virtual void run(int end, std::span<const int> tokens) = 0;
+  virtual std::size_t bytes_per_slot() const = 0;
+  // kOptimum: a slot's audio must be exactly n_audio_ctx positions.
+  virtual bool needs_full_audio() const { return false; }
+
+  std::span<float> slot_logits(int s) {
+    const auto v = static_cast<std::size_t>(config.dims.n_vocab);
+    return {logits.data() + static_cast<std::size_t>(s) * v, v};
+  }
+  [[noreturn]] void run_failed(const Ort::Exception& e, int batch) const;
+
+  WhisperLayout layout;
+  runtime::ModelSession session;
+  WhisperConfig config;
+  int max_slots;
+  int max_tokens;
+  int max_audio;
+  std::vector<std::uint8_t> busy;
+  std::vector<int> positions;
+  std::vector<int> audio_positions;  // 0 until begin()
+  std::vector<float> logits;         // [max_slots, n_vocab]
+};
+
+namespace whisper_detail {
+
+std::unique_ptr<WhisperDecoder::Backend> make_brisvox_decoder(runtime::ModelSession session, const WhisperConfig& config,
+                                                              int slots, int tokens, int audio);
+std::unique_ptr<WhisperDecoder::Backend> make_sherpa_decoder(runtime::ModelSession session, const WhisperConfig& config,
+                                                             int slots, int audio);
+std::unique_ptr<WhisperDecoder::Backend> make_optimum_decoder(runtime::ModelSession session, const WhisperConfig& config,
+                                                              int slots, int tokens);
+
+// Ort::Value over caller-owned memory.
+template <typename T, std::size_t R>
+Ort::Value view(T* data, std::size_t count, const std::array<int64_t, R>& shape) {
+  static const Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
+  return Ort::Value::CreateTensor<T>(mem, data, count, shape.data(), R);
+}
+
+// Names as ONNX Runtime takes them (the strings must outlive the pointers).
+struct Names {
+  std::vector<std::string> names;
+  std::vector<const char*> ptrs;
+  void add(std::string n) { names.push_back(std::move(n)); }
+  void finish() {
+    ptrs.clear();
+    for (const auto& n : names) ptrs.push_back(n.c_str());
+  }
+};
+
+}  // namespace whisper_detail
+}  // namespace brisvox

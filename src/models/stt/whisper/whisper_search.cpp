@@ -1,0 +1,235 @@
+#include "brisvox/models/stt/whisper_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "brisvox/error.h"
+#include "models/stt/whisper/softmax_sum.h"
+
+namespace brisvox {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr double kTimestampSeconds = 0.02;  // one timestamp token
+
+void suppress_range(std::span<float> logits, int begin, int end) {
+  const int n = static_cast<int>(logits.size());
+  begin = std::max(begin, 0);
+  end = std::min(end, n);
+  for (int i = begin; i < end; ++i) logits[static_cast<std::size_t>(i)] = kNegInf;
+}
+
+}  // namespace
+
+WhisperGreedySearch::WhisperGreedySearch(const WhisperConfig& config, const WhisperDecodeOptions& options)
+    : config_(config), options_(options) {
+  const WhisperSpecialTokens& t = config_.tokens;
+  const int n_vocab = config_.dims.n_vocab;
+  prompt_.push_back(t.sot);
+  if (config_.multilingual) {
+    if (options_.language.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "Whisper: a multilingual model needs a language code (language detection is not implemented)");
+    }
+    const int lang = config_.language_token(options_.language);
+    if (lang < 0) {
+      std::string codes;
+      for (const auto& l : config_.languages) codes += (codes.empty() ? "" : ",") + l.code;
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("Whisper: unknown language '{}' (the model has: {})", options_.language, codes));
+    }
+    prompt_.push_back(lang);
+    prompt_.push_back(options_.task == WhisperTask::kTranslate ? t.translate : t.transcribe);
+  } else {
+    if (!options_.language.empty() && options_.language != "en") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("Whisper: this model is English-only; language '{}' is not available", options_.language));
+    }
+    if (options_.task == WhisperTask::kTranslate) {
+      throw Error(ErrorCode::kInvalidArgument, "Whisper: an English-only model cannot translate");
+    }
+  }
+  if (!options_.timestamps) prompt_.push_back(t.no_timestamps);
+
+  // faster-whisper's get_suppressed_tokens: -1 expands to the model's list; any non-empty list
+  // also suppresses the task and start tokens; an empty list suppresses nothing.
+  if (!options_.suppress_tokens.empty()) {
+    for (int id : options_.suppress_tokens) {
+      if (id == -1) {
+        suppress_.insert(suppress_.end(), config_.suppress_tokens.begin(), config_.suppress_tokens.end());
+      } else if (id < 0 || id >= n_vocab) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("Whisper: suppress_tokens holds {}, outside the vocabulary [0, {}) (-1 = the default list)",
+                                id, n_vocab));
+      } else {
+        suppress_.push_back(id);
+      }
+    }
+    suppress_.insert(suppress_.end(), {t.transcribe, t.translate, t.sot, t.sot_prev, t.sot_lm, t.no_speech});
+    std::sort(suppress_.begin(), suppress_.end());
+    suppress_.erase(std::unique(suppress_.begin(), suppress_.end()), suppress_.end());
+  }
+  if (options_.suppress_blank) suppress_first_ = config_.suppress_blank;
+
+  const int prompt_len = static_cast<int>(prompt_.size());
+  const int n_ctx = config_.dims.n_text_ctx;
+  if (options_.max_new_tokens < 0) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper: max_new_tokens is {}", options_.max_new_tokens));
+  }
+  if (options_.max_new_tokens == 0) {
+    // CTranslate2's Whisper generate: min(max_length / 2, max_length - start_step), max_length =
+    // n_text_ctx, start_step = the prompt tokens before the last one.
+    max_new_tokens_ = std::min(n_ctx / 2, n_ctx - (prompt_len - 1));
+  } else {
+    max_new_tokens_ = options_.max_new_tokens;
+    if (prompt_len + max_new_tokens_ - 1 > n_ctx) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("Whisper: a prompt of {} tokens and max_new_tokens {} exceed the model's {} positions",
+                              prompt_len, max_new_tokens_, n_ctx));
+    }
+  }
+  if (!(options_.max_initial_timestamp_s >= 0.0f)) {
+    throw Error(ErrorCode::kInvalidArgument, "Whisper: max_initial_timestamp_s must be >= 0");
+  }
+  max_initial_timestamp_ =
+      t.timestamp_begin + static_cast<int>(std::lround(options_.max_initial_timestamp_s / kTimestampSeconds));
+}
+
+WhisperSequence::WhisperSequence(const WhisperGreedySearch& search) : search_(&search) {
+  tokens_.reserve(static_cast<std::size_t>(search.max_new_tokens_));
+  reset();
+}
+
+void WhisperSequence::reset() {
+  tokens_.clear();
+  prompt_index_ = 0;
+  next_ = search_->prompt_.front();
+  position_ = 0;
+  done_ = false;
+  hit_limit_ = false;
+  sum_logprob_ = 0.0;
+  no_speech_prob_ = 0.0f;
+}
+
+double WhisperSequence::avg_logprob() const {
+  return sum_logprob_ / static_cast<double>(tokens_.size() + 1);
+}
+
+bool WhisperSequence::no_speech() const {
+  const WhisperDecodeOptions& o = search_->options_;
+  // faster-whisper: skip if no_speech_prob > threshold, unless avg_logprob > log_prob_threshold.
+  return no_speech_prob_ > o.no_speech_threshold && !(avg_logprob() > o.log_prob_threshold);
+}
+
+void WhisperSequence::consume(std::span<float> logits) {
+  if (done_) return;
+  const WhisperConfig& config = search_->config_;
+  if (logits.size() != static_cast<std::size_t>(config.dims.n_vocab)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper search: {} logits, the model has {} tokens", logits.size(), config.dims.n_vocab));
+  }
+  const auto& prompt = search_->prompt_;
+  ++position_;
+  if (prompt_index_ < static_cast<int>(prompt.size())) {
+    if (next_ == config.tokens.sot) {
+      // Whisper's no-speech probability: softmax of the raw logits after <|startoftranscript|>.
+      float max = kNegInf;
+      for (float x : logits) max = std::max(max, x);
+      const double sum = whisper_detail::sum_exp_below(logits, max);
+      const double p = std::exp(static_cast<double>(logits[static_cast<std::size_t>(config.tokens.no_speech)]) - max) / sum;
+      no_speech_prob_ = static_cast<float>(p);
+    }
+    if (++prompt_index_ < static_cast<int>(prompt.size())) {
+      next_ = prompt[static_cast<std::size_t>(prompt_index_)];
+      return;
+    }
+  }
+  sample(logits);
+}
+
+void WhisperSequence::apply_timestamp_rules(std::span<float> logits) const {
+  const WhisperSpecialTokens& t = search_->config_.tokens;
+  const int n_vocab = static_cast<int>(logits.size());
+  const int ts_begin = t.timestamp_begin;
+  logits[static_cast<std::size_t>(t.no_timestamps)] = kNegInf;
+  const std::size_t n = tokens_.size();
+  bool check_timestamp_mass = false;
+  if (n == 0) {
+    suppress_range(logits, 0, ts_begin);                                   // a timestamp first,
+    suppress_range(logits, search_->max_initial_timestamp_ + 1, n_vocab);  // and an early one
+  } else {
+    const int last = tokens_[n - 1];
+    if (last >= ts_begin) {
+      const int penultimate = n >= 2 ? tokens_[n - 2] : last;
+      if (penultimate >= ts_begin) {
+        suppress_range(logits, ts_begin, n_vocab);  // a pair is complete: text (or eot) next
+      } else {
+        suppress_range(logits, 0, t.eot);        // an opening timestamp: no text before its
+        suppress_range(logits, ts_begin, last);  // closing one, which may not go back in time
+        check_timestamp_mass = true;
+      }
+    } else {
+      check_timestamp_mass = true;
+      for (std::size_t k = n; k-- > 0;) {
+        if (tokens_[k] >= ts_begin) {
+          suppress_range(logits, ts_begin, tokens_[k] + 1);  // timestamps never decrease
+          break;
+        }
+      }
+    }
+  }
+  if (check_timestamp_mass) {
+    // If the timestamps' total probability beats every single text token, sample a timestamp
+    // (the log-softmax shift is common to both sides, so raw logits compare the same).
+    float text_max = kNegInf;
+    for (int i = 0; i < ts_begin; ++i) text_max = std::max(text_max, logits[static_cast<std::size_t>(i)]);
+    float ts_max = kNegInf;
+    for (int i = ts_begin; i < n_vocab; ++i) ts_max = std::max(ts_max, logits[static_cast<std::size_t>(i)]);
+    if (ts_max > kNegInf) {
+      double sum = 0.0;
+      for (int i = ts_begin; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[static_cast<std::size_t>(i)]) - ts_max);
+      const double ts_logsumexp = ts_max + std::log(sum);
+      if (ts_logsumexp > text_max) suppress_range(logits, 0, ts_begin);
+    }
+  }
+}
+
+void WhisperSequence::sample(std::span<float> logits) {
+  const WhisperConfig& config = search_->config_;
+  for (int id : search_->suppress_) logits[static_cast<std::size_t>(id)] = kNegInf;
+  if (tokens_.empty()) {
+    for (int id : search_->suppress_first_) logits[static_cast<std::size_t>(id)] = kNegInf;
+  }
+  if (search_->options_.timestamps) apply_timestamp_rules(logits);
+
+  // Greedy: the highest logit (the lowest id on a tie); NaN never wins.
+  std::size_t best = logits.size();
+  float max = kNegInf;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] > max) {
+      max = logits[i];
+      best = i;
+    }
+  }
+  if (best == logits.size() || !std::isfinite(max)) {
+    throw Error(ErrorCode::kRuntime, "Whisper decoder produced no finite logit for an allowed token (a broken model?)");
+  }
+  sum_logprob_ += -std::log(whisper_detail::sum_exp_below(logits, max));  // log_softmax(logits)[best]
+  const int token = static_cast<int>(best);
+  if (token == config.tokens.eot) {
+    done_ = true;
+    return;
+  }
+  tokens_.push_back(token);
+  if (static_cast<int>(tokens_.size()) >= search_->max_new_tokens_) {
+    done_ = true;
+    hit_limit_ = true;
+    return;
+  }
+  next_ = token;
+}
+
+}  // namespace brisvox

@@ -1,0 +1,349 @@
+#include "brisvox/models/stt/whisper_vocabulary.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "brisvox/error.h"
+
+namespace brisvox {
+namespace {
+
+// GPT-2's bytes_to_unicode(): the printable Latin-1 bytes stand for themselves, the other 68
+// take U+0100.. in byte order.
+struct ByteTable {
+  std::array<char32_t, 256> to_char{};
+  ByteTable() {
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+      to_char[static_cast<std::size_t>(b)] = printable ? static_cast<char32_t>(b) : next++;
+    }
+  }
+};
+
+const ByteTable& byte_table() {
+  static const ByteTable table;
+  return table;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot read Whisper vocabulary '{}'", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Decodes one UTF-8 code point at s[i] (well-formed input expected: vocabulary spellings);
+// returns false on a malformed sequence.
+bool next_code_point(std::string_view s, std::size_t& i, char32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  int len = 0;
+  if (b0 < 0x80) { cp = b0; len = 1; }
+  else if ((b0 & 0xe0) == 0xc0) { cp = b0 & 0x1f; len = 2; }
+  else if ((b0 & 0xf0) == 0xe0) { cp = b0 & 0x0f; len = 3; }
+  else if ((b0 & 0xf8) == 0xf0) { cp = b0 & 0x07; len = 4; }
+  else return false;
+  if (i + static_cast<std::size_t>(len) > s.size()) return false;
+  for (int k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+    if ((b & 0xc0) != 0x80) return false;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  i += static_cast<std::size_t>(len);
+  return true;
+}
+
+// A GPT-2 spelling -> raw bytes; false if a character stands for no byte.
+bool spelling_to_bytes(std::string_view spelling, std::string& out) {
+  out.clear();
+  std::size_t i = 0;
+  while (i < spelling.size()) {
+    char32_t cp = 0;
+    if (!next_code_point(spelling, i, cp)) return false;
+    const int b = gpt2_char_to_byte(cp);
+    if (b < 0) return false;
+    out.push_back(static_cast<char>(b));
+  }
+  return true;
+}
+
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+bool base64_decode(std::string_view in, std::string& out) {
+  out.clear();
+  std::uint32_t acc = 0;
+  int bits = 0;
+  std::size_t i = 0;
+  for (; i < in.size() && in[i] != '='; ++i) {
+    const int v = base64_value(in[i]);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  for (; i < in.size(); ++i) {
+    if (in[i] != '=') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+char32_t gpt2_byte_to_char(std::uint8_t b) { return byte_table().to_char[b]; }
+
+int gpt2_char_to_byte(char32_t c) {
+  if (c < 256) {
+    const bool printable = (c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff);
+    return printable ? static_cast<int>(c) : -1;
+  }
+  if (c < 256 + 68) {
+    // The n-th non-printable byte, in byte order.
+    int n = static_cast<int>(c - 256);
+    for (int b = 0; b < 256; ++b) {
+      if (byte_table().to_char[static_cast<std::size_t>(b)] >= 256 && n-- == 0) return b;
+    }
+  }
+  return -1;
+}
+
+void append_utf8_lossy(std::string_view s, std::string& out) {
+  static constexpr char kReplacement[] = "\xEF\xBF\xBD";
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80) {
+      out.push_back(static_cast<char>(b0));
+      ++i;
+      continue;
+    }
+    // Expected length and the range of the second byte (Unicode Table 3-7, well-formed UTF-8).
+    int len = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xbf;
+    if (b0 >= 0xc2 && b0 <= 0xdf) len = 2;
+    else if (b0 == 0xe0) { len = 3; lo = 0xa0; }
+    else if ((b0 >= 0xe1 && b0 <= 0xec) || b0 == 0xee || b0 == 0xef) len = 3;
+    else if (b0 == 0xed) { len = 3; hi = 0x9f; }
+    else if (b0 == 0xf0) { len = 4; lo = 0x90; }
+    else if (b0 >= 0xf1 && b0 <= 0xf3) len = 4;
+    else if (b0 == 0xf4) { len = 4; hi = 0x8f; }
+    if (len == 0) {
+      out.append(kReplacement);
+      ++i;
+      continue;
+    }
+    // The maximal valid prefix of the sequence is replaced by one U+FFFD if it is incomplete.
+    std::size_t k = 1;
+    for (; k < static_cast<std::size_t>(len) && i + k < s.size(); ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      const unsigned char min = k == 1 ? lo : 0x80;
+      const unsigned char max = k == 1 ? hi : 0xbf;
+      if (b < min || b > max) break;
+    }
+    if (k == static_cast<std::size_t>(len)) {
+      out.append(s.substr(i, k));
+    } else {
+      out.append(kReplacement);
+    }
+    i += k;
+  }
+}
+
+WhisperVocabulary WhisperVocabulary::build(const std::vector<std::pair<int, std::string>>& tokens,
+                                           const std::string& source) {
+  int max_id = -1;
+  std::size_t total = 0;
+  for (const auto& [id, bytes] : tokens) {
+    if (id < 0) throw Error(ErrorCode::kBadModel, fmt::format("Whisper vocabulary '{}' has a negative id {}", source, id));
+    max_id = std::max(max_id, id);
+    total += bytes.size();
+  }
+  if (total > std::numeric_limits<std::uint32_t>::max()) {
+    throw Error(ErrorCode::kBadModel, fmt::format("Whisper vocabulary '{}' is too large", source));
+  }
+  // Two passes over ids: lengths first (a missing id has length 0), then the bytes in id order.
+  const auto n = static_cast<std::size_t>(max_id + 1);
+  std::vector<const std::string*> by_id(n, nullptr);
+  for (const auto& [id, bytes] : tokens) {
+    if (by_id[static_cast<std::size_t>(id)] != nullptr) {
+      throw Error(ErrorCode::kBadModel, fmt::format("Whisper vocabulary '{}' lists id {} twice", source, id));
+    }
+    by_id[static_cast<std::size_t>(id)] = &bytes;
+  }
+  WhisperVocabulary v;
+  v.blob_.reserve(total);
+  v.offsets_.reserve(n + 1);
+  v.offsets_.push_back(0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (by_id[i] != nullptr) v.blob_ += *by_id[i];
+    v.offsets_.push_back(static_cast<std::uint32_t>(v.blob_.size()));
+  }
+  return v;
+}
+
+WhisperVocabulary WhisperVocabulary::from_tokens(const std::vector<std::pair<int, std::string>>& tokens) {
+  if (tokens.empty()) return {};
+  return build(tokens, "(in memory)");
+}
+
+WhisperVocabulary WhisperVocabulary::from_vocabulary_txt(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<std::pair<int, std::string>> tokens;
+  std::size_t start = 0;
+  int id = 0;
+  std::string bytes;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!spelling_to_bytes(line, bytes)) {
+      // Special tokens such as "<|endoftext|>" are spelled with printable ASCII, which maps to
+      // itself; anything else outside GPT-2's table is taken as literal UTF-8 (an added token).
+      bytes.assign(line);
+    }
+    tokens.emplace_back(id++, bytes);
+    start = end + 1;
+  }
+  if (tokens.empty()) throw Error(ErrorCode::kBadModel, fmt::format("Whisper vocabulary '{}' is empty", path));
+  return build(tokens, path);
+}
+
+WhisperVocabulary WhisperVocabulary::from_tokenizer_json(const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kBadModel, fmt::format("tokenizer '{}' is not valid JSON: {}", path, e.what()));
+  }
+  const auto model = j.find("model");
+  if (model == j.end() || !model->contains("vocab") || !(*model)["vocab"].is_object()) {
+    throw Error(ErrorCode::kBadModel, fmt::format("tokenizer '{}' has no model.vocab object (not a Hugging Face BPE tokenizer)", path));
+  }
+  std::vector<std::pair<int, std::string>> tokens;
+  std::string bytes;
+  for (const auto& [spelling, id] : (*model)["vocab"].items()) {
+    if (!id.is_number_integer()) {
+      throw Error(ErrorCode::kBadModel, fmt::format("tokenizer '{}': vocab entry '{}' has no integer id", path, spelling));
+    }
+    if (!spelling_to_bytes(spelling, bytes)) {
+      throw Error(ErrorCode::kBadModel,
+                  fmt::format("tokenizer '{}': vocab entry '{}' is not in GPT-2's byte-level spelling", path, spelling));
+    }
+    tokens.emplace_back(id.get<int>(), bytes);
+  }
+  if (const auto added = j.find("added_tokens"); added != j.end() && added->is_array()) {
+    std::vector<bool> seen;
+    for (const auto& [id, b] : tokens) {
+      if (static_cast<std::size_t>(id) >= seen.size()) seen.resize(static_cast<std::size_t>(id) + 1, false);
+      seen[static_cast<std::size_t>(id)] = true;
+    }
+    for (const auto& t : *added) {
+      if (!t.contains("id") || !t.contains("content") || !t["id"].is_number_integer()) continue;
+      const int id = t["id"].get<int>();
+      // An added token may repeat a vocab entry; the vocab's spelling wins.
+      if (id >= 0 && (static_cast<std::size_t>(id) >= seen.size() || !seen[static_cast<std::size_t>(id)])) {
+        tokens.emplace_back(id, t["content"].get<std::string>());
+      }
+    }
+  }
+  if (tokens.empty()) throw Error(ErrorCode::kBadModel, fmt::format("tokenizer '{}' has an empty vocabulary", path));
+  return build(tokens, path);
+}
+
+WhisperVocabulary WhisperVocabulary::from_sherpa_tokens(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<std::pair<int, std::string>> tokens;
+  std::size_t start = 0;
+  int line_no = 0;
+  std::string bytes;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    const std::size_t space = line.rfind(' ');
+    int id = -1;
+    bool ok = space != std::string_view::npos && space + 1 < line.size();
+    if (ok) {
+      id = 0;
+      for (char c : line.substr(space + 1)) {
+        ok = ok && c >= '0' && c <= '9' && id < 100000000;
+        if (ok) id = id * 10 + (c - '0');
+      }
+    }
+    ok = ok && base64_decode(line.substr(0, space), bytes);
+    if (!ok) {
+      throw Error(ErrorCode::kBadModel,
+                  fmt::format("sherpa-onnx tokens file '{}' line {}: expected 'BASE64 ID', got '{}'", path, line_no,
+                              std::string(line.substr(0, 60))));
+    }
+    tokens.emplace_back(id, bytes);
+  }
+  if (tokens.empty()) throw Error(ErrorCode::kBadModel, fmt::format("sherpa-onnx tokens file '{}' is empty", path));
+  return build(tokens, path);
+}
+
+std::string_view WhisperVocabulary::bytes(int id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= size()) return {};
+  const auto i = static_cast<std::size_t>(id);
+  return std::string_view(blob_).substr(offsets_[i], offsets_[i + 1] - offsets_[i]);
+}
+
+int WhisperVocabulary::find(std::string_view b) const {
+  for (std::size_t i = 0; i < size(); ++i) {
+    if (bytes(static_cast<int>(i)) == b && !b.empty()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void WhisperVocabulary::decode_append(std::span<const int> tokens, int text_end, std::string& out) const {
+  const std::size_t start = out.size();
+  for (int t : tokens) {
+    if (t >= 0 && t < text_end) out.append(bytes(t));
+  }
+  // Usually valid UTF-8 already; only a split or broken sequence needs the (allocating) rewrite.
+  std::string_view appended(out.data() + start, out.size() - start);
+  std::size_t i = 0;
+  bool valid = true;
+  while (valid && i < appended.size()) {
+    char32_t cp = 0;
+    const std::size_t before = i;
+    valid = next_code_point(appended, i, cp);
+    // Reject overlong forms, surrogates and values above U+10FFFF as the lossy reader does.
+    const std::size_t len = i - before;
+    valid = valid && !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
+            !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
+  }
+  if (valid) return;
+  const std::string raw(appended);
+  out.resize(start);
+  append_utf8_lossy(raw, out);
+}
+
+std::string WhisperVocabulary::decode(std::span<const int> tokens, int text_end) const {
+  std::string out;
+  decode_append(tokens, text_end, out);
+  return out;
+}
+
+}  // namespace brisvox

