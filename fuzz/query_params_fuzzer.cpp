@@ -72,7 +72,8 @@ void check_audio_request(std::string_view query, server::AudioEndpoint endpoint)
                  "headerless POST body without a sample rate accepted");
       FUZZ_CHECK(r.stream.sample_rate_hz == (g711 ? 8000 : 16000), "default rate %d", r.stream.sample_rate_hz);
     }
-    FUZZ_CHECK(endpoint == server::AudioEndpoint::kVad || r.name == "request", "name set on /v1/stream");
+    FUZZ_CHECK(endpoint != server::AudioEndpoint::kStream || r.name == "request", "name set on /v1/stream");
+    FUZZ_CHECK(endpoint != server::AudioEndpoint::kTranscribe || r.stream.stt.has_value(), "/v1/transcribe without stt");
   });
 }
 
@@ -85,5 +86,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_query_string(query);
   check_audio_request(query, server::AudioEndpoint::kStream);
   check_audio_request(query, server::AudioEndpoint::kVad);
+  check_audio_request(query, server::AudioEndpoint::kTranscribe);
   return 0;
 }

@@ -22,5 +22,6 @@ Command add_mel_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_turn_command(CLI::App& app);
 Command add_loadtest_command(CLI::App& app);
+Command add_transcribe_command(CLI::App& app);
 
 }  // namespace brisvox::cli

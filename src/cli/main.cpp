@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   };
   add(&cli::add_vad_command, "vad", "Detect speech in audio files and print the segments");
   add(&cli::add_turn_command, "turn", "Detect speech and the ends of turns (Smart Turn v3) in audio files");
+  add(&cli::add_transcribe_command, "transcribe", "Transcribe the speech of audio files (Whisper), segment by segment");
   add(&cli::add_serve_command, "serve", "Serve speech detection over HTTP and WebSocket (docs/PROTOCOL.md)");
   add(&cli::add_doctor_command, "doctor",
       "Report the ONNX Runtime build, providers, bundled models and thread use");

@@ -19,6 +19,8 @@ struct ServeOptions {
   int workers = 0;
   std::string turn_model;
   int turn_threads = 1;
+  std::string stt_model;
+  int stt_threads = 1;
 };
 
 int run_serve(ServeOptions& o) {
@@ -32,6 +34,11 @@ int run_serve(ServeOptions& o) {
     ModelSpec turn = ModelSpec::smart_turn(o.turn_model);
     turn.session.intra_op_threads = o.turn_threads;
     o.config.engine.models.push_back(turn);
+  }
+  if (!o.stt_model.empty()) {
+    ModelSpec stt = ModelSpec::whisper(o.stt_model);
+    stt.session.intra_op_threads = o.stt_threads;
+    o.config.engine.models.push_back(stt);
   }
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
   std::fprintf(stderr, "brisvox serve: listening on %s\n", server.url().c_str());
@@ -50,6 +57,7 @@ Command add_serve_command(CLI::App& app) {
       "Endpoints (docs/PROTOCOL.md):\n"
       "  GET  /v1/stream?sample_rate=16000&encoding=pcm_s16le   WebSocket: audio in, speech events out\n"
       "  POST /v1/vad                                            an audio file in, its segments out\n"
+      "  POST /v1/transcribe                                     an audio file in, its transcript out (--stt-model)\n"
       "  GET  /healthz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"
@@ -64,6 +72,11 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--turn-model", o->turn_model,
                  "Smart Turn v3.x .onnx: enables events=turn (turn_end / turn_incomplete) on /v1/stream");
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")
+      ->capture_default_str();
+  app.add_option("--stt-model", o->stt_model,
+                 "Whisper model folder or tiny.en (bundled): enables events=transcript on /v1/stream and "
+                 "POST /v1/transcribe");
+  app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")
       ->capture_default_str();
   app.add_option("--io-threads", c.io_threads, "Network threads (they never run inference)")->capture_default_str();
   app.add_option("--max-streams", l.max_streams, "WebSocket streams open at once; more are refused with 503")

@@ -11,6 +11,7 @@
 #include "brisvox/error.h"
 #include "engine/model_registry.h"
 #include "engine/pool/run_watchdog.h"
+#include "engine/stages/stt_stage.h"
 #include "engine/stages/turn_stage.h"
 #include "engine/stages/vad_stage.h"
 
@@ -31,6 +32,7 @@ std::string_view to_string(EventType type) noexcept {
     case EventType::kEndOfStream: return "end_of_stream";
     case EventType::kTurnEnd: return "turn_end";
     case EventType::kTurnIncomplete: return "turn_incomplete";
+    case EventType::kTranscript: return "transcript";
   }
   return "unknown";
 }
@@ -42,7 +44,7 @@ int available_cores() { return std::max(1, static_cast<int>(std::thread::hardwar
 EngineConfig resolve(const EngineConfig& config) {
   config.validate();
   EngineConfig r = config;
-  for (ModelSpec& m : r.models) m = m.resolved(available_cores());
+  for (ModelSpec& m : r.models) m = m.resolved(available_cores(), config.run_timeout_ms);
   return r;
 }
 
@@ -51,7 +53,7 @@ EngineConfig resolve(const EngineConfig& config) {
 struct Engine::Impl {
   explicit Impl(const EngineConfig& c)
       : config(resolve(c)),
-        shared(static_cast<std::size_t>(config.max_streams), config.latency_budget_ms, config.run_timeout_ms),
+        shared(static_cast<std::size_t>(config.max_streams), config.latency_budget_ms),
         models(config, shared) {}
 
   EngineConfig config;  // resolved
@@ -69,15 +71,18 @@ struct Engine::Impl {
 
 Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config)) {
   Impl& m = *impl_;
-  if (m.config.run_timeout_ms > 0) m.watchdog = std::make_unique<engine::RunWatchdog>(m.config.run_timeout_ms);
+  // One watchdog for every model with a deadline (none when no model has one).
+  if (std::any_of(m.config.models.begin(), m.config.models.end(), [](const ModelSpec& s) { return s.run_timeout_ms > 0; })) {
+    m.watchdog = std::make_unique<engine::RunWatchdog>();
+  }
   m.models.start(m.watchdog.get());
   if (m.watchdog) m.watchdog->start();
   for (const ModelSpec& spec : m.config.models) {
-    detail::log(LogLevel::kInfo, "engine: model '{}' ({}) {}: {} workers, max batch {}, gather wait {} us", spec.name,
-                to_string(spec.family), spec.path, spec.num_workers, spec.max_batch, spec.max_gather_wait_us);
+    detail::log(LogLevel::kInfo, "engine: model '{}' ({}) {}: {} workers, max batch {}, gather wait {} us, run timeout {} ms",
+                spec.name, to_string(spec.family), spec.path, spec.num_workers, spec.max_batch, spec.max_gather_wait_us,
+                spec.run_timeout_ms);
   }
-  detail::log(LogLevel::kInfo, "engine: up to {} streams, run timeout {} ms", m.config.max_streams,
-              m.config.run_timeout_ms);
+  detail::log(LogLevel::kInfo, "engine: up to {} streams", m.config.max_streams);
 }
 
 Engine::~Engine() {
@@ -92,9 +97,10 @@ Engine::~Engine() {
 const EngineConfig& Engine::config() const noexcept { return impl_->config; }
 int Engine::num_workers() const noexcept { return impl_->models.num_workers(); }
 
-Stream Engine::open_stream(const StreamConfig& config) {
-  config.validate();
+Stream Engine::open_stream(const StreamConfig& requested) {
+  requested.validate();
   Impl& m = *impl_;
+  StreamConfig config = requested;
   engine::VadPool* vad = m.models.vad_pool(config.vad.model);
   if (vad == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -112,6 +118,19 @@ Stream Engine::open_stream(const StreamConfig& config) {
                               "--turn-model PATH; its models: {})",
                               config.turn->model, m.models.describe()));
     }
+  }
+  engine::SttPool* stt = nullptr;
+  if (config.stt) {
+    stt = m.models.stt_pool(config.stt->model);
+    if (stt == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the stream asks for speech-to-text but the engine has no Whisper model named '{}' "
+                              "(add ModelSpec::whisper(FOLDER) to EngineConfig::models; the CLI and server: "
+                              "--stt-model FOLDER; its models: {})",
+                              config.stt->model, m.models.describe()));
+    }
+    // Segments longer than the model's window are split at the VAD's own split points.
+    config.vad.params.max_speech_s = std::min(config.vad.params.max_speech_s, engine::kSttMaxSegmentS);
   }
   std::lock_guard lock(m.open_mu);
   if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
@@ -137,8 +156,20 @@ Stream Engine::open_stream(const StreamConfig& config) {
     turn_state = std::make_unique<engine::TurnStreamState>(model_rate, silero_chunk_samples(model_rate), *config.turn,
                                                            *turn);
   }
+  std::unique_ptr<engine::SttStreamState> stt_state;
+  if (stt) {
+    stt_state = std::make_unique<engine::SttStreamState>(*config.stt, *stt);  // Error for bad decoding options
+    if (stt_state->search.max_positions() > stt->max_positions()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the stt stage's decoding needs {} decoder positions (max_new_tokens {}), the model's "
+                              "decoder slots hold {}",
+                              stt_state->search.max_positions(), config.stt->decode.max_new_tokens,
+                              stt->max_positions()));
+    }
+  }
   const int worker = vad->least_loaded_worker();
-  auto slot = std::make_shared<StreamSlot>(m.next_id.fetch_add(1), config, *vad, worker, std::move(turn_state));
+  auto slot = std::make_shared<StreamSlot>(m.next_id.fetch_add(1), config, *vad, worker, std::move(turn_state),
+                                           std::move(stt_state));
   vad->adapter(worker).attach();
   m.shared.streams.add(slot);
   m.opened.fetch_add(1, std::memory_order_relaxed);
@@ -362,6 +393,13 @@ std::size_t Stream::read_payload(const Event& event, std::span<std::byte> out) {
   const std::size_t n = slot_->payloads->read(event.payload_id, out, skipped);
   if (skipped) slot_->payloads_unread.fetch_add(skipped, std::memory_order_relaxed);
   return n;
+}
+
+std::optional<Transcript> Stream::read_transcript(const Event& event) {
+  if (event.type != EventType::kTranscript || !slot_ || !slot_->payloads) return std::nullopt;
+  std::vector<std::byte> bytes(event.payload_bytes);
+  if (bytes.size() < 16 || read_payload(event, bytes) != bytes.size()) return std::nullopt;
+  return engine::decode_transcript(bytes);
 }
 
 std::vector<float> Stream::read_audio_payload(const Event& event) {

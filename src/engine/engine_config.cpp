@@ -31,6 +31,7 @@ std::string_view to_string(ModelFamily family) noexcept {
   switch (family) {
     case ModelFamily::kSileroVad: return "silero_vad";
     case ModelFamily::kSmartTurn: return "smart_turn";
+    case ModelFamily::kWhisper: return "whisper";
   }
   return "unknown";
 }
@@ -55,13 +56,17 @@ ModelSpec ModelSpec::smart_turn(std::string path, std::string name) {
   return entry(ModelFamily::kSmartTurn, std::move(path), std::move(name));
 }
 
+ModelSpec ModelSpec::whisper(std::string path, std::string name) {
+  return entry(ModelFamily::kWhisper, std::move(path), std::move(name));
+}
+
 void ModelSpec::validate() const {
   require(valid_name(name), fmt::format("model name '{}' must be 1 to 64 letters, digits, '-', '_' or '.'", name));
   const std::string m = fmt::format("model '{}'", name);
   require(!path.empty(), fmt::format("{} ({}): path is empty: give a model file", m, to_string(family)));
   require(num_workers >= 0 && num_workers <= 1024,
           fmt::format("{}: num_workers must be 0 (the family's default) to 1024, got {}", m, num_workers));
-  const int most_batch = family == ModelFamily::kSmartTurn ? 64 : 512;
+  const int most_batch = family == ModelFamily::kSmartTurn || family == ModelFamily::kWhisper ? 64 : 512;
   require(max_batch >= 0 && max_batch <= most_batch,
           fmt::format("{}: max_batch must be 0 (the family's default) or 1 to {}, got {}", m, most_batch, max_batch));
   require(max_gather_wait_us >= -1 && max_gather_wait_us <= 1'000'000,
@@ -69,6 +74,9 @@ void ModelSpec::validate() const {
                       max_gather_wait_us));
   require(max_pending >= 0 && max_pending <= 4096,
           fmt::format("{}: max_pending must be 0 (the family's default) to 4096, got {}", m, max_pending));
+  require(run_timeout_ms == -1 || run_timeout_ms == 0 || (run_timeout_ms >= 10 && run_timeout_ms <= 600'000),
+          fmt::format("{}: run_timeout_ms must be -1 (the engine's), 0 (no deadline) or 10 to 600000, got {}", m,
+                      run_timeout_ms));
   session.validate();
 }
 
@@ -123,6 +131,7 @@ void StreamConfig::validate() const {
     require(!turn->model.empty(), "the turn stage names no model (TurnStage::model)");
     turn->params.validate();
   }
+  if (stt) require(!stt->model.empty(), "the stt stage names no model (SttStage::model)");
 }
 
 }  // namespace brisvox

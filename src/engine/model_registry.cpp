@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/stages/stt_stage.h"
 #include "engine/stages/turn_stage.h"
 #include "engine/stages/vad_stage.h"
 
@@ -14,13 +15,15 @@ std::unique_ptr<ModelPool> make_pool(const ModelSpec& spec, const EngineConfig& 
     case ModelFamily::kSileroVad:
       return std::make_unique<VadPool>(spec, static_cast<std::size_t>(config.max_streams), shared);
     case ModelFamily::kSmartTurn:
-      return std::make_unique<TurnPool>(spec, config.run_timeout_ms);
+      return std::make_unique<TurnPool>(spec);
+    case ModelFamily::kWhisper:
+      return std::make_unique<SttPool>(spec);
   }
   throw Error(ErrorCode::kInternal, fmt::format("model '{}': unknown family", spec.name));
 }
 
 // Frame-synchronous models drive streams; request models report back to them.
-bool is_request_model(ModelFamily family) noexcept { return family == ModelFamily::kSmartTurn; }
+bool is_request_model(ModelFamily family) noexcept { return family != ModelFamily::kSileroVad; }
 
 }  // namespace
 
@@ -50,6 +53,10 @@ VadPool* ModelRegistry::vad_pool(std::string_view name) const noexcept {
 
 TurnPool* ModelRegistry::turn_pool(std::string_view name) const noexcept {
   return static_cast<TurnPool*>(find(name, ModelFamily::kSmartTurn));
+}
+
+SttPool* ModelRegistry::stt_pool(std::string_view name) const noexcept {
+  return static_cast<SttPool*>(find(name, ModelFamily::kWhisper));
 }
 
 std::string ModelRegistry::describe() const {

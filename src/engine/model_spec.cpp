@@ -22,13 +22,26 @@ ModelSpec ModelSpec::family_defaults(ModelFamily family) {
       d.max_gather_wait_us = 0;
       d.max_pending = 16;
       break;
+    case ModelFamily::kWhisper:
+      // max_batch is the decoder's slots per worker: segments decoded together, each holding its
+      // caches (21.5 MB for tiny.en at a full window). A decoder step costs nearly the same at
+      // batch 1 and 8 (docs/PERFORMANCE.md): batching segments of many streams is where the gain
+      // is. No gather wait: a step always takes every sequence being decoded.
+      d.max_batch = 8;
+      d.max_gather_wait_us = 0;
+      break;
   }
   return d;
 }
 
-ModelSpec ModelSpec::resolved(int cores) const {
+ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
   const ModelSpec d = family_defaults(family);
   ModelSpec r = *this;
+  if (r.run_timeout_ms < 0) {
+    r.run_timeout_ms = engine_run_timeout_ms;
+    // A full-window encoder run is ~0.6 s per segment on one core, a batch of 8 several seconds.
+    if (family == ModelFamily::kWhisper && engine_run_timeout_ms > 0) r.run_timeout_ms = std::max(engine_run_timeout_ms, 60'000);
+  }
   if (r.max_batch == 0) r.max_batch = d.max_batch;
   if (r.max_gather_wait_us < 0) r.max_gather_wait_us = d.max_gather_wait_us;
   if (r.max_pending == 0) r.max_pending = d.max_pending;
@@ -42,6 +55,13 @@ ModelSpec ModelSpec::resolved(int cores) const {
       // One worker: an analysis is ~100 ms, and more threads only oversubscribe a small machine
       // (docs/PERFORMANCE.md, end-of-turn).
       if (r.num_workers == 0) r.num_workers = 1;
+      break;
+    case ModelFamily::kWhisper:
+      // One worker: its sessions hold ~320 MB of weights each, and the VAD needs the other core.
+      if (r.num_workers == 0) r.num_workers = 1;
+      // Every request owns a decoder slot while it is decoded: as many as the slots.
+      if (max_pending == 0) r.max_pending = r.num_workers * r.max_batch;
+      r.path = resolve_stt_model(path);
       break;
   }
   return r;

@@ -67,4 +67,23 @@ std::string resolve_vad_model(std::string_view name_or_path) {
   return published;
 }
 
+std::string resolve_stt_model(std::string_view name_or_path) {
+  if (name_or_path == "tiny.en") {
+    const std::string folder = fmt::format("{}/whisper-tiny.en", models_dir());
+    if (!file_exists(folder)) {
+      throw Error(ErrorCode::kIo, fmt::format("bundled Whisper model 'tiny.en' not found at '{}': run scripts/setup.sh, "
+                                              "or set BRISVOX_MODELS_DIR to the folder holding it",
+                                              folder));
+    }
+    return folder;
+  }
+  std::string folder(name_or_path);
+  if (!file_exists(folder)) {
+    throw Error(ErrorCode::kIo, fmt::format("Whisper model folder '{}' not found (use tiny.en or the path of a folder "
+                                            "in brisvox's, sherpa-onnx's or Optimum's layout)",
+                                            folder));
+  }
+  return folder;
+}
+
 }  // namespace brisvox

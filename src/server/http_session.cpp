@@ -120,12 +120,12 @@ void HttpSession::handle(Request request) {
     upgrade(std::move(request));
     return;
   }
-  if (route == Route::kVad) {
+  if (route == Route::kVad || route == Route::kTranscribe) {
     if (auto refusal = check_access(ctx_, request)) {
       send(std::move(*refusal));
       return;
     }
-    start_vad_job(std::move(request));
+    start_audio_job(std::move(request), route == Route::kVad ? AudioEndpoint::kVad : AudioEndpoint::kTranscribe);
     return;
   }
   auto res = immediate_response(ctx_, request, route);
@@ -133,17 +133,16 @@ void HttpSession::handle(Request request) {
   send(std::move(res));
 }
 
-void HttpSession::start_vad_job(Request request) {
+void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
   if (ctx_.draining.load()) {
     send(error_response(request, http::status::service_unavailable, "shutting_down", "the server is shutting down"));
     return;
   }
   ctx_.jobs_in_flight.fetch_add(1);
   auto req = std::make_shared<Request>(std::move(request));
-  net::post(ctx_.jobs, [self = shared_from_this(), req] {
-    HttpAnswer answer =
-        run_vad_request(self->ctx_.engine, self->ctx_.metrics, req->body(), target_query(to_sv(req->target())),
-                        self->ctx_.aborting);
+  net::post(ctx_.jobs, [self = shared_from_this(), req, endpoint] {
+    HttpAnswer answer = run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(),
+                                          target_query(to_sv(req->target())), endpoint, self->ctx_.aborting);
     if (!answer.error_code.empty()) self->ctx_.metrics.count_error(answer.error_code);
     auto res = std::make_shared<Response>(static_cast<http::status>(answer.status), req->version());
     res->set(http::field::server, "brisvox/" BRISVOX_VERSION);

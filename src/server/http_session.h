@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "server/query_params.h"
 #include "server/router.h"
 #include "server/server_context.h"
 
@@ -28,7 +29,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_body(boost::beast::error_code ec);
   void handle(Request request);
   void refuse_body(const Request& request);  // 413, then linger
-  void start_vad_job(Request request);
+  // POST /v1/vad and /v1/transcribe: decoded and run on a job thread (never on this strand).
+  void start_audio_job(Request request, AudioEndpoint endpoint);
   void upgrade(Request request);
   void send(Response response, bool close_after = false);
   void on_sent(bool close, boost::beast::error_code ec);

@@ -73,6 +73,18 @@ std::string turn_incomplete_message(double start_s, double end_s, float probabil
                      probability);
 }
 
+std::string transcript_message(double start_s, double end_s, const Transcript& t) {
+  Json j;
+  j["type"] = "transcript";
+  j["start"] = start_s;
+  j["end"] = end_s;
+  j["text"] = t.text;
+  j["avg_logprob"] = t.avg_logprob;
+  j["no_speech_prob"] = t.no_speech_prob;
+  j["no_speech"] = t.no_speech;
+  return dump(j);
+}
+
 std::string vad_message(double frame_start_s, float probability) {
   return fmt::format(R"({{"type":"vad","t":{},"p":{}}})", frame_start_s, probability);
 }

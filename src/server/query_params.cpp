@@ -105,6 +105,8 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
   SegmenterParams& p = r.stream.vad.params;
   TurnParams turn;  // used when events= lists turn
   bool wants_turn = false;
+  SttStage stt;     // used when events= lists transcript, and on /v1/transcribe
+  bool wants_stt = endpoint == AudioEndpoint::kTranscribe;
   for (const auto& [key, value] : parse_query_string(query)) {
     if (key == "sample_rate") {
       r.stream.sample_rate_hz =
@@ -127,18 +129,27 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
         if (item == "vad") {
           r.stream.vad.emit_probabilities = true;
         } else if (item == "turn") {
-          wants_turn = true;  // the server checks it has a turn model
+          wants_turn = true;  // the engine checks it has a turn model
+        } else if (item == "transcript") {
+          wants_stt = true;  // the engine checks it has a Whisper model
         } else if (!item.empty()) {
           fail(
-              fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad, turn "
-                          "(speech_start, speech_end, overload and error are always sent)",
+              fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad, turn, "
+                          "transcript (speech_start, speech_end, overload and error are always sent)",
                           item));
         }
       }
     } else if (key == "token") {
       // Checked by the access policy before the query is parsed.
-    } else if (key == "name" && endpoint == AudioEndpoint::kVad) {
+    } else if (key == "name" && endpoint != AudioEndpoint::kStream) {
       r.name = value;
+    } else if (key == "language") {
+      if (value.empty() || value.size() > 8) fail(fmt::format("query key 'language' must be a language code such as en, got '{}'", value));
+      stt.decode.language = value;
+    } else if (key == "window") {
+      if (value == "full") stt.window = WhisperWindow::kFull;
+      else if (value == "fit") stt.window = WhisperWindow::kFit;
+      else fail(fmt::format("query key 'window' must be full or fit, got '{}'", value));
     } else if (key == "threshold") {
       p.threshold = parse_double(key, value);
     } else if (key == "neg_threshold") {
@@ -168,14 +179,14 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
                       "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
                       "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, stop_ms, pre_speech_ms, "
-                      "max_silence_ms, turn_threshold",
-                      key, endpoint == AudioEndpoint::kVad ? "name, " : ""));
+                      "max_silence_ms, turn_threshold, language, window",
+                      key, endpoint != AudioEndpoint::kStream ? "name, " : ""));
     }
   }
   if (endpoint == AudioEndpoint::kStream || r.encoding_given) {
     if (!r.sample_rate_given && (r.encoding == SampleEncoding::kMulaw || r.encoding == SampleEncoding::kAlaw)) {
       r.stream.sample_rate_hz = 8000;  // G.711 is 8 kHz unless said otherwise
-    } else if (!r.sample_rate_given && endpoint == AudioEndpoint::kVad) {
+    } else if (!r.sample_rate_given && endpoint != AudioEndpoint::kStream) {
       fail(fmt::format("headerless {} audio needs query key 'sample_rate'", to_string(r.encoding)));
     }
   }
@@ -183,6 +194,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
     r.stream.turn = TurnStage{};
     r.stream.turn->params = turn;
   }
+  if (wants_stt) r.stream.stt = stt;
   // The segmenter's own checks name its fields, which are the query's keys.
   p.validate();
   r.stream.validate();

@@ -28,17 +28,19 @@ struct AudioRequest {
   SampleEncoding encoding = SampleEncoding::kPcmS16le;
   bool encoding_given = false;  // POST /v1/vad: the body is headerless PCM only when given
   bool sample_rate_given = false;
-  std::string name = "request";  // POST /v1/vad: the "file" of the result
+  std::string name = "request";  // POST /v1/vad, /v1/transcribe: the "file" of the result
 };
 
-enum class AudioEndpoint { kStream, kVad };
+enum class AudioEndpoint { kStream, kVad, kTranscribe };
 
 // Keys of both endpoints:
 //   sample_rate (1000..768000; stream default 16000), encoding (pcm_s16le|pcm_f32le|mulaw|alaw;
 //   stream default pcm_s16le), model_rate (8000|16000), events (comma list: vad), token (checked
 //   elsewhere), and the segmenter's: threshold, neg_threshold, min_speech_ms, max_speech_s,
-//   min_silence_ms, speech_pad_ms, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech.
-// kVad also takes name (the "file" of the result).
+//   min_silence_ms, speech_pad_ms, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech;
+//   the turn stage's (events=turn): stop_ms, pre_speech_ms, max_silence_ms, turn_threshold; the
+//   stt stage's (events=transcript, and always on kTranscribe): language, window (full|fit).
+// kVad and kTranscribe also take name (the "file" of the result).
 AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint);
 
 }  // namespace brisvox::server

@@ -64,6 +64,9 @@ Route route_for(const Request& request) {
   if (path == "/metrics") return only(http::verb::get, Route::kMetrics);
   if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
+  if (path == "/v1/transcribe") {
+    return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
+  }
   if (path.starts_with("/v1/")) return Route::kNotFound;
   return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
 }
@@ -133,6 +136,7 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
           fmt::format("{} is not allowed on {}", to_sv(request.method_string()), target_path(to_sv(request.target()))));
     case Route::kNotFound:
     case Route::kVad:  // answered by the job; never here
+    case Route::kTranscribe:
       break;
   }
   return error_response(request, http::status::not_found, "not_found",

@@ -41,11 +41,11 @@ int http_status_for(ErrorCode code) {
   }
 }
 
-HttpAnswer run_vad_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
-                           const std::atomic<bool>& abort) {
+HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
+                             AudioEndpoint endpoint, const std::atomic<bool>& abort) {
   AudioRequest request;
   try {
-    request = parse_audio_request(query, AudioEndpoint::kVad);
+    request = parse_audio_request(query, endpoint);
   } catch (const Error& e) {
     return error_answer(400, "bad_request", e.what());
   }
@@ -73,13 +73,17 @@ HttpAnswer run_vad_request(Engine& engine, ServerMetrics& metrics, std::string_v
       metrics.count_loss(AudioLoss::kRequestFailed, num_samples - r.samples_fed);
       throw *r.error;
     }
-    // The same object, key order and number format as `brisvox vad --format json`; turns as
-    // `brisvox turn` prints them.
-    std::vector<ResultPart> parts{ResultPart::kSegments};
-    if (request.stream.vad.emit_probabilities) parts.push_back(ResultPart::kFrameProbs);
-    if (request.stream.turn) parts.push_back(ResultPart::kTurns);
     HttpAnswer a;
-    a.body = result_json(r, parts);
+    if (endpoint == AudioEndpoint::kTranscribe) {
+      a.body = transcript_json(r);  // as `brisvox transcribe --format json`
+    } else {
+      // The same object, key order and number format as `brisvox vad --format json`; turns as
+      // `brisvox turn` prints them.
+      std::vector<ResultPart> parts{ResultPart::kSegments};
+      if (request.stream.vad.emit_probabilities) parts.push_back(ResultPart::kFrameProbs);
+      if (request.stream.turn) parts.push_back(ResultPart::kTurns);
+      a.body = result_json(r, parts);
+    }
     a.body += "\n";
     return a;
   } catch (const Error& e) {

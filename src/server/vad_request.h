@@ -1,4 +1,5 @@
-// POST /v1/vad: speech segments of one audio file sent as the request body.
+// POST /v1/vad and POST /v1/transcribe: speech segments, or the transcript, of one audio file sent
+// as the request body.
 //
 // The body is a file libsndfile recognises by its content (WAV, FLAC, OGG, ...), or headerless
 // PCM when the query gives encoding= (and sample_rate= for pcm_s16le/pcm_f32le). The audio goes
@@ -13,6 +14,7 @@
 
 #include "brisvox/engine/engine.h"
 #include "server/metrics.h"
+#include "server/query_params.h"
 
 namespace brisvox::server {
 
@@ -23,10 +25,12 @@ struct HttpAnswer {
   std::string error_code;  // for the error counter; empty on success
 };
 
-// `abort` set: give up (the server is stopping) with 503. The decoded audio is counted in
-// `metrics` (received, and rejected for what a failed request did not feed).
-HttpAnswer run_vad_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
-                           const std::atomic<bool>& abort);
+// `endpoint`: kVad answers the document of `brisvox vad --format json`, kTranscribe that of
+// `brisvox transcribe --format json`. `abort` set: give up (the server is stopping) with 503. The
+// decoded audio is counted in `metrics` (received, and rejected for what a failed request did not
+// feed).
+HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
+                             AudioEndpoint endpoint, const std::atomic<bool>& abort);
 
 // The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).
 int http_status_for(ErrorCode code);

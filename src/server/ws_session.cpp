@@ -366,6 +366,11 @@ void WsSession::handle_event(const Event& e) {
     case EventType::kTurnIncomplete:
       send(turn_incomplete_message(timeline_s(e.start_s), timeline_s(e.end_s), e.probability));
       break;
+    case EventType::kTranscript: {
+      const std::optional<Transcript> t = stream_.read_transcript(e);
+      if (t) send(transcript_message(timeline_s(e.start_s), timeline_s(e.end_s), *t));
+      break;
+    }
   }
 }
 

@@ -219,8 +219,10 @@ TEST(BatchPool, AFailedRunReachesEveryJobOfItsRunAndThePoolGoesOn) {
 TEST(BatchPool, ARunPastItsDeadlineIsCancelledThroughTheAdapter) {
   Log log;
   log.hang_run = true;
-  SumPool pool(spec(1, 4, 0), PoolShape{1, 64}, [&](int) { return SumAdapter(4, log); });
-  RunWatchdog watchdog(50);
+  ModelSpec with_deadline = spec(1, 4, 0);
+  with_deadline.run_timeout_ms = 50;
+  SumPool pool(with_deadline, PoolShape{1, 64}, [&](int) { return SumAdapter(4, log); });
+  RunWatchdog watchdog;
   pool.watch_runs(watchdog);
   watchdog.start();
   pool.start();

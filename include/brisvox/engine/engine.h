@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,16 @@
 #include "brisvox/engine/events.h"
 
 namespace brisvox {
+
+// What speech-to-text made of one segment (a kTranscript event's payload).
+struct Transcript {
+  std::string text;           // UTF-8, as faster-whisper's Segment.text (leading space); "" if no_speech
+  float avg_logprob = 0.0f;   // of the sampled tokens
+  float no_speech_prob = 0.0f;
+  bool no_speech = false;     // Whisper's no-speech rule fired: the segment holds no speech
+  bool hit_token_limit = false;  // the decoder stopped at its token limit, not at <|endoftext|>
+  int window_frames = 0;      // the encoder window it was decoded in (3000 = 30 s)
+};
 
 class Engine;
 namespace engine {
@@ -91,6 +102,8 @@ class Stream {
   // The same for audio payloads (a segment: float32 samples at the stream's model rate); empty
   // when the payload is gone. Allocates the vector.
   std::vector<float> read_audio_payload(const Event& event);
+  // The transcript a kTranscript event carries; nullopt when its payload is gone. Allocates.
+  std::optional<Transcript> read_transcript(const Event& event);
   // Waits until an event is pending or the timeout. True if one is.
   bool wait_events(std::chrono::microseconds timeout);
 

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/models/stt/whisper_features.h"
+#include "brisvox/models/stt/whisper_search.h"
 #include "brisvox/models/turn/turn_detector.h"
 #include "brisvox/models/vad/segmenter_params.h"
 #include "brisvox/runtime/session_config.h"
@@ -28,6 +30,8 @@ namespace brisvox {
 enum class ModelFamily {
   kSileroVad,  // frame-synchronous: Silero VAD v5/v6 (resolve_vad_model aliases or a path)
   kSmartTurn,  // requests: Smart Turn v3.x end-of-turn analyses
+  kWhisper,    // requests of several steps: Whisper speech-to-text (an encoder run, then decoder
+               // steps batched across every segment being decoded)
 };
 
 std::string_view to_string(ModelFamily family) noexcept;  // "silero_vad", "smart_turn"
@@ -45,20 +49,29 @@ struct ModelSpec {
   // -1: the family's default (Silero 2000 us; Smart Turn 0).
   int max_gather_wait_us = -1;
   // Request models: requests in flight across all streams (each holds its input, e.g. 8 s of
-  // audio for Smart Turn); a stream whose request finds none free retries on its next frame.
-  // 0: the family's default (Smart Turn 16). Ignored by frame-synchronous models.
+  // audio for Smart Turn); a stream whose request finds none free waits for one. 0: the family's
+  // default (Smart Turn 16; Whisper: num_workers x max_batch, its decoder slots). Ignored by
+  // frame-synchronous models.
   int max_pending = 0;
   SessionConfig session;  // threads, execution providers
+  // The deadline of one of this model's runs (see EngineConfig::run_timeout_ms). -1: the
+  // engine's run_timeout_ms (Whisper: at least 60000, a batch of full-window encoder runs takes
+  // seconds); 0: no deadline for this model; else 10 to 600000.
+  int run_timeout_ms = -1;
 
   // The registry entries brisvox knows how to build.
   static ModelSpec silero_vad(std::string path = "v6", std::string name = "vad");
   static ModelSpec smart_turn(std::string path, std::string name = "turn");
+  // A Whisper model folder (brisvox's, sherpa-onnx's or Optimum's layout) or an alias
+  // (resolve_stt_model: "tiny.en" is the bundled one).
+  static ModelSpec whisper(std::string path = "tiny.en", std::string name = "stt");
 
   // A family's defaults for max_batch, max_gather_wait_us and max_pending (num_workers: 0 still).
   static ModelSpec family_defaults(ModelFamily family);
-  // The defaults above filled in (num_workers from `cores`) and the path resolved (Silero
-  // aliases: resolve_vad_model, Error(kIo) when the file is missing).
-  ModelSpec resolved(int cores) const;
+  // The defaults above filled in (num_workers from `cores`, run_timeout_ms from the engine's
+  // `engine_run_timeout_ms`) and the path resolved (Silero aliases: resolve_vad_model, Whisper:
+  // resolve_stt_model; Error(kIo) when the file is missing).
+  ModelSpec resolved(int cores, int engine_run_timeout_ms) const;
   void validate() const;
 };
 
@@ -69,7 +82,8 @@ struct EngineConfig {
   // When a frame model's recent queue delay (p99 over the last second) exceeds the latency
   // budget, refuse new streams rather than degrade the open ones.
   bool admission_control = true;
-  // Deadline of one model run, for every model. A run still in flight after it is cancelled
+  // Deadline of one model run, for every model (unless its ModelSpec says otherwise). A run still
+  // in flight after it is cancelled
   // through ONNX Runtime's terminate flag: its items get kError events with
   // ErrorCode::kInferenceTimeout (a VAD frame counts as silence) and the worker goes on. A normal
   // run takes well under 10 ms (VAD) or 200 ms (Smart Turn), so only a stuck machine or a
@@ -112,6 +126,23 @@ struct TurnStage {
   bool wait_for_verdict = false;
 };
 
+// Speech-to-text (Whisper) after the VAD: each speech segment is transcribed when it ends, and
+// its transcript comes as a kTranscript event with the text as payload (Stream::read_transcript).
+// Segments are at most the model's window long: with this stage the VAD's max_speech_s is capped
+// at 30 s, so that longer speech is split at the VAD's own split points, never truncated. Keeps
+// the last ~30 s of audio for the stream (about 2 MB at 16 kHz).
+struct SttStage {
+  std::string model = "stt";  // a kWhisper entry of EngineConfig::models
+  // kFull: the 30 s window Whisper was trained on (faster-whisper's results exactly). kFit: the
+  // window cut to the segment (at least 10 s), cheaper; measured 1.35 WER points worse on real
+  // speech (docs/MODELS.md), so kFull is the default, live and offline.
+  WhisperWindow window = WhisperWindow::kFull;
+  // kFit: a segment whose decoding ends at the token limit (Whisper repeating itself) is decoded
+  // again in the full window.
+  bool fit_fallback = true;
+  WhisperDecodeOptions decode;  // language, task, suppression, token limit, no-speech thresholds
+};
+
 struct StreamConfig {
   // The resampler's buffers grow with the rate ratio (16000 / 1 Hz would be hundreds of MB per
   // stream), so a stream's rate is bounded below as well as above.
@@ -128,9 +159,10 @@ struct StreamConfig {
   // only when a stage produces payloads. 0: enough for one max-length payload of each stage.
   int payload_buffer_bytes = 0;
 
-  // The pipeline, in order: vad (always), then turn when set.
+  // The pipeline, in order: vad (always), then turn and stt when set.
   VadStage vad;
   std::optional<TurnStage> turn;
+  std::optional<SttStage> stt;
 
   // Called on a worker thread whenever new events are ready to poll(): once per processed frame
   // at most, and for other events. Must be quick and must not call into the engine (post a

@@ -22,6 +22,8 @@ enum class EventType : std::uint8_t {
   kEndOfStream,      // after flush(): every event of the stream has been delivered
   kTurnEnd,          // start_s, end_s (end of speech), probability (-1: none), turn_reason
   kTurnIncomplete,   // start_s, end_s, probability: the speaker paused but has not finished
+  kTranscript,       // start_s, end_s of the segment, probability = its no-speech probability;
+                     // the transcript as payload (Stream::read_transcript). SttStage only.
 };
 
 std::string_view to_string(EventType type) noexcept;

@@ -35,6 +35,12 @@ struct TurnVerdict {
   TurnAction::Reason reason = TurnAction::Reason::kModel;
 };
 
+struct TranscriptSegment {
+  double start_s = 0;  // the VAD segment, in seconds of the recording
+  double end_s = 0;
+  Transcript transcript;
+};
+
 struct OfflineResult {
   std::string file;
   int input_sample_rate_hz = 0;
@@ -43,6 +49,7 @@ struct OfflineResult {
   std::vector<float> frame_probs;                      // with VadStage::emit_probabilities
   std::vector<TurnVerdict> turns;                      // with a turn stage
   int turn_incomplete_events = 0;
+  std::vector<TranscriptSegment> transcripts;          // with an stt stage, in order
   std::size_t samples_fed = 0;   // input samples the stream accepted (the rest was never fed)
   std::optional<Error> error;    // set if the recording failed; the other fields are then partial
 };
@@ -77,5 +84,14 @@ std::string result_json(const OfflineResult& result, std::span<const ResultPart>
 inline std::string result_json(const OfflineResult& result, std::initializer_list<ResultPart> parts) {
   return result_json(result, std::span(parts.begin(), parts.size()));
 }
+
+// The transcription document of one result (`brisvox transcribe --format json`, POST
+// /v1/transcribe), on one line without its newline:
+//   {"file":...,"duration":s,"text":"...","segments":[{"start":s,"end":s,"text":"..."},...]}
+// "text" joins the segments' texts with spaces; each text is trimmed of surrounding whitespace;
+// segments without speech (Whisper's no-speech rule) are left out.
+std::string transcript_json(const OfflineResult& result);
+// The recording's whole text (as "text" above).
+std::string transcript_text(const OfflineResult& result);
 
 }  // namespace brisvox

@@ -18,4 +18,9 @@ std::string models_dir();
 // not exist.
 std::string resolve_vad_model(std::string_view name_or_path);
 
+// "tiny.en" -> <models_dir>/whisper-tiny.en (Whisper tiny.en, converted by scripts/setup.sh);
+// anything else is taken as the path of a Whisper model folder. Throws Error(kIo) naming the
+// folder (and how to get the bundled one) if it does not exist.
+std::string resolve_stt_model(std::string_view name_or_path);
+
 }  // namespace brisvox

@@ -45,6 +45,16 @@ bool drain_events(Job& job) {
           break;
         case EventType::kTurnEnd: job.result.turns.push_back({e.start_s, e.end_s, e.probability, e.turn_reason}); break;
         case EventType::kTurnIncomplete: ++job.result.turn_incomplete_events; break;
+        case EventType::kTranscript: {
+          std::optional<Transcript> t = job.stream.read_transcript(e);
+          if (!t) {
+            job.result.error = Error(ErrorCode::kInternal, "a transcript's payload was lost (the reader fell behind)");
+            job.ended = true;
+            return true;
+          }
+          job.result.transcripts.push_back({e.start_s, e.end_s, std::move(*t)});
+          break;
+        }
         case EventType::kSpeechStart:
         case EventType::kOverload: break;  // only what fits is pushed: no refusals
       }

@@ -33,4 +33,41 @@ std::string result_json(const OfflineResult& r, std::span<const ResultPart> part
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+std::string trimmed(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\n");
+  if (begin == std::string::npos) return {};
+  const auto end = s.find_last_not_of(" \t\n");
+  return s.substr(begin, end - begin + 1);
+}
+
+}  // namespace
+
+std::string transcript_text(const OfflineResult& r) {
+  std::string text;
+  for (const TranscriptSegment& seg : r.transcripts) {
+    if (seg.transcript.no_speech) continue;
+    const std::string t = trimmed(seg.transcript.text);
+    if (t.empty()) continue;
+    if (!text.empty()) text += ' ';
+    text += t;
+  }
+  return text;
+}
+
+std::string transcript_json(const OfflineResult& r) {
+  using Json = nlohmann::ordered_json;
+  Json j;
+  j["file"] = r.file;
+  j["duration"] = r.duration_s;
+  j["text"] = transcript_text(r);
+  j["segments"] = Json::array();
+  for (const TranscriptSegment& seg : r.transcripts) {
+    if (seg.transcript.no_speech) continue;
+    j["segments"].push_back({{"start", seg.start_s}, {"end", seg.end_s}, {"text", trimmed(seg.transcript.text)}});
+  }
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 }  // namespace brisvox

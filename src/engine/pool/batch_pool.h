@@ -94,7 +94,7 @@ class ModelPool {
   virtual void start() = 0;
   // Lets the workers finish what is queued, then joins them. Idempotent.
   virtual void stop() = 0;
-  // Before start(): every worker's run under the watchdog's deadline.
+  // Before start(): every worker's run under the watchdog, with the model's run_timeout_ms.
   virtual void watch_runs(RunWatchdog& watchdog) = 0;
   virtual ModelStats stats() const = 0;
   // The highest queue delay p99 of the last second over the workers (stale windows ignored).
@@ -147,9 +147,10 @@ class BatchPool : public ModelPool {
   }
 
   void watch_runs(RunWatchdog& watchdog) override {
+    if (spec().run_timeout_ms <= 0) return;  // this model has no deadline
     for (auto& w : workers_) {
       Worker* wp = w.get();
-      watchdog.watch(wp->deadline, [wp] { wp->adapter.cancel_run(); });
+      watchdog.watch(wp->deadline, [wp] { wp->adapter.cancel_run(); }, spec().run_timeout_ms);
     }
   }
 

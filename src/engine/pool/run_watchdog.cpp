@@ -17,12 +17,16 @@ bool RunDeadline::end(std::int64_t start_ns) noexcept {
   return true;
 }
 
-RunWatchdog::RunWatchdog(int timeout_ms) : timeout_ns_(std::int64_t{timeout_ms} * 1'000'000) {}
-
 RunWatchdog::~RunWatchdog() { stop(); }
 
-void RunWatchdog::watch(RunDeadline& deadline, std::function<void()> cancel) {
-  watched_.push_back(Watched{&deadline, std::move(cancel)});
+void RunWatchdog::watch(RunDeadline& deadline, std::function<void()> cancel, int timeout_ms) {
+  watched_.push_back(Watched{&deadline, std::move(cancel), std::int64_t{timeout_ms} * 1'000'000});
+}
+
+std::int64_t RunWatchdog::shortest_timeout_ns() const noexcept {
+  std::int64_t shortest = 60'000'000'000;
+  for (const Watched& w : watched_) shortest = std::min(shortest, w.timeout_ns);
+  return shortest;
 }
 
 void RunWatchdog::start() { thread_ = std::thread([this] { run(); }); }
@@ -40,13 +44,13 @@ void RunWatchdog::run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     const std::int64_t now = now_ns();
-    // A Run that starts after this scan expires no earlier than now + timeout.
-    std::int64_t next_check = now + timeout_ns_;
+    // A Run that starts after this scan expires no earlier than now + the shortest timeout.
+    std::int64_t next_check = now + shortest_timeout_ns();
     for (Watched& w : watched_) {
       const std::int64_t since = w.deadline->in_flight_since();
       if (since == 0) continue;
-      if (now - since < timeout_ns_) {
-        next_check = std::min(next_check, since + timeout_ns_);
+      if (now - since < w.timeout_ns) {
+        next_check = std::min(next_check, since + w.timeout_ns);
         continue;
       }
       if (!w.deadline->claim(since)) continue;  // it ended meanwhile

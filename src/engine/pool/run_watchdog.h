@@ -1,5 +1,6 @@
 // Deadlines for model runs: a thread that cancels, through ONNX Runtime's RunOptions terminate
-// flag, any Run that has been in flight longer than EngineConfig::run_timeout_ms.
+// flag, any Run that has been in flight longer than its model's deadline (ModelSpec::run_timeout_ms,
+// by default EngineConfig::run_timeout_ms).
 //
 // Why a thread of its own: a worker inside Session::Run cannot look at the clock, so someone else
 // must. One watchdog per engine serves the workers of every model pool; it sleeps until the earliest
@@ -57,31 +58,29 @@ class RunDeadline {
 
 class RunWatchdog {
  public:
-  // `timeout_ms` > 0.
-  explicit RunWatchdog(int timeout_ms);
+  RunWatchdog() = default;
   ~RunWatchdog();  // stops and joins
   RunWatchdog(const RunWatchdog&) = delete;
   RunWatchdog& operator=(const RunWatchdog&) = delete;
 
-  // Before start(): watch one runner. `cancel` runs on the watchdog thread when the runner's Run
-  // is late; it must set the runner's terminate flag and nothing more (it must not block). Both
-  // must stay valid until stop() returns.
-  void watch(RunDeadline& deadline, std::function<void()> cancel);
+  // Before start(): watch one runner, whose Runs may take `timeout_ms` (> 0). `cancel` runs on the
+  // watchdog thread when the runner's Run is late; it must set the runner's terminate flag and
+  // nothing more (it must not block). Both must stay valid until stop() returns.
+  void watch(RunDeadline& deadline, std::function<void()> cancel, int timeout_ms);
 
   void start();
   // Idempotent. Call before the watched runners are destroyed.
   void stop();
 
-  std::int64_t timeout_ns() const noexcept { return timeout_ns_; }
-
  private:
   struct Watched {
     RunDeadline* deadline;
     std::function<void()> cancel;
+    std::int64_t timeout_ns;
   };
   void run();
+  std::int64_t shortest_timeout_ns() const noexcept;
 
-  const std::int64_t timeout_ns_;
   std::vector<Watched> watched_;
   std::mutex mu_;
   std::condition_variable cv_;

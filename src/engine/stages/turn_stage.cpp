@@ -64,7 +64,7 @@ std::string TurnAdapter::describe_failure(const Error& e, bool timed_out, std::s
                                           std::int64_t /*elapsed_ns*/) const {
   if (timed_out) {
     return fmt::format("turn analysis of {} stream(s) took longer than run_timeout_ms ({} ms) and was cancelled; the "
-                       "turns go on (raise EngineConfig::run_timeout_ms or give the turn model a smaller max_batch "
+                       "turns go on (raise the turn model's run_timeout_ms or give it a smaller max_batch "
                        "if this repeats)",
                        rows, run_timeout_ms_);
   }
@@ -94,7 +94,7 @@ void TurnAdapter::deliver(TurnRequest& r, float probability, bool failed, bool t
   slots_->release(&r);
 }
 
-TurnPool::TurnPool(const ModelSpec& spec, int run_timeout_ms)
+TurnPool::TurnPool(const ModelSpec& spec)
     : ModelPool(spec),
       slots_(std::make_unique<RequestSlots<TurnRequest>>(
           static_cast<std::size_t>(spec.max_pending), [](TurnRequest& r) { r.audio.assign(kTurnWindowSamples, 0.0f); })),
@@ -103,7 +103,7 @@ TurnPool::TurnPool(const ModelSpec& spec, int run_timeout_ms)
         mc.model_path = spec.path;
         mc.max_batch = spec.max_batch;
         mc.session = spec.session;
-        return TurnAdapter(SmartTurn(mc), spec.max_batch, run_timeout_ms, *slots_);
+        return TurnAdapter(SmartTurn(mc), spec.max_batch, spec.run_timeout_ms, *slots_);
       }) {}
 
 bool TurnPool::submit(StreamSlot& stream, std::uint64_t request_id, const AudioHistory::Range& audio) {
@@ -174,15 +174,16 @@ void turn_actions(StreamSlot& s, const TurnActions& actions) {
 
 void turn_frame(StreamSlot& s, float probability) { turn_actions(s, s.turn->detector.push(probability)); }
 
-void turn_mailbox(StreamSlot& s, int run_timeout_ms) {
+void turn_mailbox(StreamSlot& s) {
   TurnStreamState& t = *s.turn;
+  const int run_timeout_ms = t.pool->spec().run_timeout_ms;
   const std::uint64_t id = t.verdict_id.exchange(0, std::memory_order_acquire);
   if (id != 0) {
     float probability = t.verdict_probability;
     if (t.verdict_failed) {
       s.set_error(t.verdict_timed_out
                       ? fmt::format("end-of-turn analysis {} of stream {} took longer than run_timeout_ms ({} ms) and "
-                                    "was cancelled; the turn goes on (raise EngineConfig::run_timeout_ms if this repeats)",
+                                    "was cancelled; the turn goes on (raise the turn model's run_timeout_ms if this repeats)",
                                     id, s.id, run_timeout_ms)
                       : fmt::format("end-of-turn analysis {} of stream {} failed (see the log); the turn goes on", id,
                                     s.id));

@@ -108,7 +108,7 @@ class TurnAdapter {
 class TurnPool final : public ModelPool {
  public:
   // `spec` resolved; Error (kIo, kBadModel, kModelMismatch) from loading the model.
-  TurnPool(const ModelSpec& spec, int run_timeout_ms);
+  explicit TurnPool(const ModelSpec& spec);
 
   // VAD worker: queues an analysis of `audio` (model-rate samples, the last 8 s are used) for
   // `stream`. False when every request slot is in use (the caller retries later).
@@ -134,7 +134,7 @@ class TurnPool final : public ModelPool {
 // The frame's probability (its audio is already in the stream's history): feeds the detector.
 void turn_frame(StreamSlot& s, float probability);
 // A verdict in the mailbox becomes events; a deferred analysis is submitted when it can be.
-void turn_mailbox(StreamSlot& s, int run_timeout_ms);
+void turn_mailbox(StreamSlot& s);
 // End of the stream: the detector's final actions (once).
 void turn_flush(StreamSlot& s);
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "brisvox/error.h"
+#include "engine/stages/stt_stage.h"
 #include "engine/stages/turn_stage.h"
 #include "engine/stream/input_tally.h"
 
@@ -18,7 +19,8 @@ int rate_of_key(int key) noexcept { return key == 0 ? 16000 : 8000; }
 
 }  // namespace
 
-VadAdapter::VadAdapter(SileroVad vad, int max_batch, EngineShared& shared) : vad_(std::move(vad)), shared_(shared) {
+VadAdapter::VadAdapter(SileroVad vad, int max_batch, int run_timeout_ms, EngineShared& shared)
+    : vad_(std::move(vad)), run_timeout_ms_(run_timeout_ms), shared_(shared) {
   const auto b = static_cast<std::size_t>(max_batch);
   batch_states_.resize(b);
   batch_chunks_.resize(b);
@@ -33,16 +35,22 @@ std::int64_t VadAdapter::prepare(StreamSlot& s, std::size_t row) {
   if (s.retired.load(std::memory_order_relaxed)) return kNotStaged;
   if (s.close_requested.load(std::memory_order_acquire)) {
     // A turn request in flight still refers to the stream: its delivery schedules it again.
+    // (Transcription requests hold the stream themselves and give their slots back on their own.)
     if (!s.turn || !s.turn->in_flight.load(std::memory_order_acquire)) retire(s);
     return kNotStaged;
   }
+  bool hold = false;  // a later stage needs the stream's frames to wait
   if (s.turn) {
-    turn_mailbox(s, shared_.run_timeout_ms);
-    if (s.segments_flushed && !s.finished) finish_stream(s);  // it waited for a verdict
+    turn_mailbox(s);
     // Offline streams wait for their verdict before more audio is analysed; the verdict's
     // delivery schedules the stream again.
-    if (s.turn->wait_for_verdict && !s.finished && s.turn->busy()) return kNotStaged;
+    hold |= s.turn->wait_for_verdict && s.turn->busy();
   }
+  // A segment that waits for a transcription slot holds the stream: its audio must stay in the
+  // history. The slot's release wakes the stream.
+  if (s.stt) hold |= stt_mailbox(s);
+  if ((s.turn || s.stt) && s.segments_flushed && !s.finished) finish_stream(s);  // it waited for them
+  if (hold && !s.finished) return kNotStaged;
   if (s.finished) return kNotStaged;
   // The flush flag first: it is set after the last samples were written, so once it is seen
   // set, size() includes every sample the stream will ever have.
@@ -90,7 +98,7 @@ std::string VadAdapter::describe_failure(const Error& e, bool timed_out, std::si
                      "ms; the frame counts as silence and the stream goes on. If this repeats, the machine is "
                      "overloaded or the model too slow: open fewer streams per worker, lower the VAD model's "
                      "max_batch or raise EngineConfig::run_timeout_ms",
-                     rows, shared_.run_timeout_ms, elapsed_ns / 1'000'000);
+                     rows, run_timeout_ms_, elapsed_ns / 1'000'000);
 }
 
 bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
@@ -116,8 +124,8 @@ bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
   overload_check(s, c.run_start_ns - c.ready_ns);
   if (final_[row]) finish_stream(s);
   if (s.config.on_events) s.config.on_events();
-  const bool waiting_for_verdict = s.turn && s.turn->wait_for_verdict && s.turn->busy();
-  return !s.finished && !waiting_for_verdict &&
+  const bool hold = (s.turn && s.turn->wait_for_verdict && s.turn->busy()) || (s.stt && s.stt->deferred);
+  return !s.finished && !hold &&
          (s.samples.size() >= static_cast<std::size_t>(s.chunk_samples) ||
           s.flush_requested.load(std::memory_order_acquire));
 }
@@ -141,6 +149,7 @@ void VadAdapter::segment_event(StreamSlot& s, const SegmentEvent& e) {
   out.type = e.kind == SegmentEvent::Kind::kSpeechStart ? EventType::kSpeechStart : EventType::kSpeechEnd;
   out.start_s = s.seconds(e.start_sample);
   out.end_s = e.kind == SegmentEvent::Kind::kSpeechEnd ? s.seconds(e.end_sample) : 0.0;
+  if (out.type == EventType::kSpeechEnd && s.stt) stt_segment(s, e.start_sample, e.end_sample);
   if (out.type != EventType::kSpeechEnd || !s.config.vad.segment_audio) {
     s.emit(out);
     return;
@@ -154,6 +163,9 @@ void VadAdapter::segment_event(StreamSlot& s, const SegmentEvent& e) {
 
 void VadAdapter::finish_stream(StreamSlot& s) {
   if (s.finished) return;
+  // A segment that waits for a transcription slot goes first: the flush may end another one, and
+  // only one may wait. Its submission wakes the stream, which comes back here.
+  if (s.stt && s.stt->deferred) return;
   const auto total = static_cast<std::int64_t>(s.samples.written());
   if (!s.segments_flushed) {
     for (const SegmentEvent& e : s.segmenter.flush(total)) segment_event(s, e);
@@ -164,6 +176,8 @@ void VadAdapter::finish_stream(StreamSlot& s) {
     // The end of the stream waits for the last verdict; its delivery calls this again.
     if (s.turn->busy()) return;
   }
+  // ... and for its last transcripts.
+  if (s.stt && s.stt->busy()) return;
   Event eos;
   eos.type = EventType::kEndOfStream;
   eos.end_s = s.seconds(total);
@@ -176,6 +190,7 @@ void VadAdapter::finish_stream(StreamSlot& s) {
 void VadAdapter::retire(StreamSlot& s) {
   std::shared_ptr<StreamSlot> owner = shared_.streams.remove(s);
   if (!owner) return;
+  if (s.stt) stt_close(s);
   // The stream's last figures: its handle is gone (close_requested was seen with acquire), so
   // neither the producer nor the reader changes them any more.
   const InputTally t = tally_input(s.input_accepted, s.model_analysed, s.model_failed, s.config.sample_rate_hz,
@@ -232,7 +247,7 @@ VadPool::VadPool(const ModelSpec& spec, std::size_t max_streams, EngineShared& s
         sc.model_path = spec.path;
         sc.max_batch = spec.max_batch;
         sc.session = spec.session;
-        return VadAdapter(SileroVad(sc), spec.max_batch, shared);
+        return VadAdapter(SileroVad(sc), spec.max_batch, spec.run_timeout_ms, shared);
       }) {}
 
 }  // namespace brisvox::engine

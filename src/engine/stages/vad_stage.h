@@ -27,18 +27,16 @@ namespace brisvox::engine {
 // What the stages share with the engine: the open streams, the totals of closed ones, and the
 // engine-wide settings they need.
 struct EngineShared {
-  EngineShared(std::size_t max_streams, int latency_budget, int run_timeout)
-      : streams(max_streams), latency_budget_ms(latency_budget), run_timeout_ms(run_timeout) {}
+  EngineShared(std::size_t max_streams, int latency_budget) : streams(max_streams), latency_budget_ms(latency_budget) {}
   StreamRegistry streams;
   StreamTotals totals;
   const int latency_budget_ms;
-  const int run_timeout_ms;
 };
 
 class VadAdapter {
  public:
   using Job = StreamSlot;
-  VadAdapter(SileroVad vad, int max_batch, EngineShared& shared);
+  VadAdapter(SileroVad vad, int max_batch, int run_timeout_ms, EngineShared& shared);
 
   std::int64_t prepare(StreamSlot& s, std::size_t row);
   void run(int key, std::size_t rows);
@@ -60,6 +58,7 @@ class VadAdapter {
   void overload_check(StreamSlot& s, std::int64_t queue_delay_ns);
 
   SileroVad vad_;
+  const int run_timeout_ms_;  // for messages
   EngineShared& shared_;
   std::atomic<std::size_t> num_streams_{0};
   // Closed streams whose memory may still be referenced (a queued pointer, a turn request): freed

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/stages/stt_stage.h"
 #include "engine/stages/turn_stage.h"
 
 namespace brisvox::engine {
@@ -14,16 +15,15 @@ constexpr std::size_t kEventCapacity = 32;
 
 // The model-rate samples a segment's audio may need: the longest segment kept, plus what the
 // segmenter looks ahead before it ends one (min silence), the padding on both sides and a frame.
-std::size_t segment_history_samples(const VadStage& vad, int model_rate_hz, int chunk_samples) {
-  const double seconds = vad.max_segment_audio_s +
-                         (vad.params.min_silence_ms + 2.0 * vad.params.speech_pad_ms) / 1000.0;
+std::size_t segment_history_samples(const VadStage& vad, double max_segment_s, int model_rate_hz, int chunk_samples) {
+  const double seconds = max_segment_s + (vad.params.min_silence_ms + 2.0 * vad.params.speech_pad_ms) / 1000.0;
   return static_cast<std::size_t>(std::ceil(seconds * model_rate_hz)) + static_cast<std::size_t>(chunk_samples);
 }
 
 }  // namespace
 
 StreamSlot::StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& pool, int vad_worker,
-                       std::unique_ptr<TurnStreamState> turn_state)
+                       std::unique_ptr<TurnStreamState> turn_state, std::unique_ptr<SttStreamState> stt_state)
     : id(stream_id),
       config(stream_config),
       model_rate_hz(silero_model_rate_hz(stream_config.sample_rate_hz, stream_config.vad.model_rate_hz)),
@@ -36,14 +36,22 @@ StreamSlot::StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_confi
       segmenter(model_rate_hz, stream_config.vad.params),
       max_segment_samples(static_cast<std::int64_t>(std::ceil(stream_config.vad.max_segment_audio_s * model_rate_hz))),
       turn(std::move(turn_state)),
+      stt(std::move(stt_state)),
       events(kEventCapacity) {
   worker = vad_worker;
   key = vad_rate_key(model_rate_hz);
   std::size_t history_samples = 0;
   if (turn) history_samples = std::max(history_samples, TurnStreamState::history_samples(model_rate_hz));
   std::size_t payload_bytes = 0;
+  if (stt) {
+    history_samples =
+        std::max(history_samples, segment_history_samples(config.vad, kSttMaxSegmentS, model_rate_hz, chunk_samples));
+    // Transcripts: a header and the text, a few hundred bytes each; room for a few dozen.
+    payload_bytes += 16 * 1024;
+  }
   if (config.vad.segment_audio) {
-    history_samples = std::max(history_samples, segment_history_samples(config.vad, model_rate_hz, chunk_samples));
+    history_samples = std::max(history_samples, segment_history_samples(config.vad, config.vad.max_segment_audio_s,
+                                                                        model_rate_hz, chunk_samples));
     payload_bytes += static_cast<std::size_t>(max_segment_samples) * sizeof(float);
   }
   if (history_samples > 0) history.emplace(history_samples);

@@ -31,15 +31,17 @@ namespace brisvox::engine {
 
 class VadPool;            // stages/vad_stage.h
 struct TurnStreamState;   // stages/turn_stage.h
+struct SttStreamState;    // stages/stt_stage.h
 
 // PoolJob::key of a stream: which model rate it runs at (a VAD batch holds one rate).
 inline int vad_rate_key(int model_rate_hz) noexcept { return model_rate_hz == 16000 ? 0 : 1; }
 inline constexpr int kNumVadRateKeys = 2;
 
 struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
-  // `vad_pool`, `worker`: where the stream runs. `turn` set when the pipeline has a turn stage.
+  // `vad_pool`, `worker`: where the stream runs. `turn`, `stt` set when the pipeline has those
+  // stages.
   StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& vad_pool, int vad_worker,
-             std::unique_ptr<TurnStreamState> turn_state);
+             std::unique_ptr<TurnStreamState> turn_state, std::unique_ptr<SttStreamState> stt_state);
   ~StreamSlot();
 
   const std::uint64_t id;
@@ -92,6 +94,7 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   std::optional<AudioHistory> history;
   const std::int64_t max_segment_samples;  // VadStage::max_segment_audio_s at the model rate
   std::unique_ptr<TurnStreamState> turn;  // the turn stage, when the pipeline has one
+  std::unique_ptr<SttStreamState> stt;    // the stt stage, when the pipeline has one
 
   // --- events and payloads (worker -> reader) -----------------------------------------------
   SpscRing<Event> events;

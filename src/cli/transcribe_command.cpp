@@ -1,0 +1,141 @@
+// `brisvox transcribe FILE...`: speech-to-text (Whisper) of audio files, segment by segment as the
+// VAD cuts them. Files run as concurrent streams of one engine, like `brisvox vad`.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "brisvox/engine/engine.h"
+#include "brisvox/engine/offline.h"
+#include "brisvox/error.h"
+#include "cli/commands.h"
+
+namespace brisvox::cli {
+namespace {
+
+struct TranscribeOptions {
+  std::vector<std::string> files;
+  std::string model = "tiny.en";
+  std::string format = "json";
+  std::string language = "en";
+  std::string window = "full";
+  std::string vad_model = "v6";
+  int workers = 0;
+  int stt_workers = 1;
+  int stt_threads = 1;
+  std::string raw_encoding;
+  int raw_rate_hz = 0;
+};
+
+// SubRip and WebVTT times: HH:MM:SS,mmm and HH:MM:SS.mmm.
+std::string clock_time(double seconds, char separator) {
+  const auto ms = static_cast<long long>(std::llround(seconds * 1000.0));
+  return fmt::format("{:02}:{:02}:{:02}{}{:03}", ms / 3'600'000, ms / 60'000 % 60, ms / 1000 % 60, separator, ms % 1000);
+}
+
+std::string trimmed(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\n");
+  if (begin == std::string::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t\n") - begin + 1);
+}
+
+void write(const OfflineResult& r, const std::string& format) {
+  if (format == "json") {
+    fmt::print("{}\n", transcript_json(r));
+    return;
+  }
+  if (format == "txt") {
+    fmt::print("{}\n", transcript_text(r));
+    return;
+  }
+  const bool vtt = format == "vtt";
+  if (vtt) fmt::print("WEBVTT\n\n");
+  int index = 1;
+  for (const TranscriptSegment& seg : r.transcripts) {
+    const std::string text = trimmed(seg.transcript.text);
+    if (seg.transcript.no_speech || text.empty()) continue;
+    if (!vtt) fmt::print("{}\n", index);
+    ++index;
+    fmt::print("{} --> {}\n{}\n\n", clock_time(seg.start_s, vtt ? '.' : ','), clock_time(seg.end_s, vtt ? '.' : ','),
+               text);
+  }
+}
+
+int run_transcribe(const TranscribeOptions& o) {
+  if (o.format != "json" && o.format != "txt" && o.format != "srt" && o.format != "vtt") {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown format '{}': use json, txt, srt or vtt", o.format));
+  }
+  if (o.window != "full" && o.window != "fit") {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--window must be full or fit, got '{}'", o.window));
+  }
+  if ((o.format == "srt" || o.format == "vtt") && o.files.size() > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--format {} writes one file's subtitles: give one file, not {}", o.format, o.files.size()));
+  }
+  EngineConfig ec;
+  ec.models = {ModelSpec::silero_vad(o.vad_model), ModelSpec::whisper(o.model)};
+  ec.models[0].num_workers = o.workers;
+  ec.models[1].num_workers = o.stt_workers;
+  ec.models[1].session.intra_op_threads = o.stt_threads;
+  ec.admission_control = false;
+  Engine engine(ec);  // the models are loaded before any file: a bad model fails once
+  OfflineOptions run_options;
+  if (!o.raw_encoding.empty()) run_options.read.raw_encoding = parse_encoding(o.raw_encoding);
+  run_options.read.raw_sample_rate_hz = o.raw_rate_hz;
+  run_options.stream.stt = SttStage{};
+  run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
+  run_options.stream.stt->decode.language = o.language;
+  // Each file in flight keeps 30 s of history; the Whisper slots are the bottleneck anyway.
+  run_options.max_open = static_cast<std::size_t>(engine.config().model("stt").max_pending) + 2;
+  std::vector<OfflineInput> inputs;
+  for (const auto& file : o.files) inputs.push_back(OfflineInput{file, std::nullopt});
+  int failures = 0;
+  run_offline(engine, inputs, run_options, [&](const OfflineResult& r) {
+    if (r.error) {
+      std::fprintf(stderr, "brisvox transcribe: %s: error [%s]: %s\n", r.file.c_str(),
+                   std::string(to_string(r.error->code())).c_str(), r.error->what());
+      ++failures;
+      return;
+    }
+    write(r, o.format);
+    std::fflush(stdout);
+  });
+  return failures == 0 ? kExitOk : kExitInputFailed;
+}
+
+}  // namespace
+
+Command add_transcribe_command(CLI::App& app) {
+  auto o = std::make_shared<TranscribeOptions>();
+  app.footer(
+      "Output (json): one object per file per line,\n"
+      "  {\"file\":..., \"duration\":s, \"text\":\"...\", \"segments\":[{\"start\":s,\"end\":s,\"text\":\"...\"}]}\n"
+      "Segments are the VAD's (as `brisvox vad` prints them, at most 30 s each); each is transcribed on its own,\n"
+      "as faster-whisper does (greedy, temperature 0, without timestamps). Segments Whisper finds no speech in\n"
+      "are left out. txt: the text; srt and vtt: one cue per segment (one file).\n"
+      "Examples:\n"
+      "  brisvox transcribe call.wav\n"
+      "  brisvox transcribe --format srt lecture.flac > lecture.srt\n"
+      "  brisvox transcribe --model /models/whisper-base --language de interview.wav\n"
+      "  brisvox transcribe --raw-encoding mulaw --raw-rate 8000 call.ul");
+  app.add_option("files", o->files, "Audio files (any rate; 8 kHz telephony works)")->required();
+  app.add_option("--model", o->model,
+                 "Whisper model: tiny.en (bundled) or a folder in brisvox's, sherpa-onnx's or Optimum's layout")
+      ->capture_default_str();
+  app.add_option("--format", o->format, "json, txt, srt or vtt")->capture_default_str();
+  app.add_option("--language", o->language, "Language code for multilingual models (en, de, ...)")->capture_default_str();
+  app.add_option("--window", o->window,
+                 "Encoder window: full (30 s, what Whisper was trained on) or fit (cut to the segment, at least 10 s)")
+      ->capture_default_str();
+  app.add_option("--vad-model", o->vad_model, "VAD model: v5, v6, v5-exported, v6-exported or a path")
+      ->capture_default_str();
+  app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
+  app.add_option("--stt-workers", o->stt_workers, "Whisper threads (each with its own sessions, ~320 MB)")
+      ->capture_default_str();
+  app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")->capture_default_str();
+  app.add_option("--raw-encoding", o->raw_encoding, "Headerless input: pcm_s16le, pcm_f32le, mulaw or alaw");
+  app.add_option("--raw-rate", o->raw_rate_hz, "Sample rate of headerless input");
+  return [o] { return run_transcribe(*o); };
+}
+
+}  // namespace brisvox::cli

@@ -1,0 +1,385 @@
+#include "engine/stages/stt_stage.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "brisvox/error.h"
+#include "engine/stages/vad_stage.h"
+#include "engine/stream/stream_slot.h"
+
+namespace brisvox::engine {
+namespace {
+
+constexpr std::size_t kMaxSegmentSamples16k = static_cast<std::size_t>(kSttMaxSegmentS * 16000);
+
+// The payload of a kTranscript event: this header, then the text (UTF-8).
+struct TranscriptHeader {
+  float avg_logprob;
+  float no_speech_prob;
+  std::uint32_t flags;  // kNoSpeech | kHitTokenLimit
+  std::int32_t window_frames;
+};
+static_assert(sizeof(TranscriptHeader) == 16);
+constexpr std::uint32_t kNoSpeech = 1;
+constexpr std::uint32_t kHitTokenLimit = 2;
+
+int fit_min_frames(int full_frames) noexcept { return std::min(WhisperFeatures::kDefaultFitMinFrames, full_frames); }
+
+}  // namespace
+
+Transcript decode_transcript(std::span<const std::byte> payload) {
+  Transcript t;
+  TranscriptHeader h{};
+  if (payload.size() < sizeof(h)) return t;
+  std::memcpy(&h, payload.data(), sizeof(h));
+  t.avg_logprob = h.avg_logprob;
+  t.no_speech_prob = h.no_speech_prob;
+  t.no_speech = (h.flags & kNoSpeech) != 0;
+  t.hit_token_limit = (h.flags & kHitTokenLimit) != 0;
+  t.window_frames = h.window_frames;
+  t.text.assign(reinterpret_cast<const char*>(payload.data()) + sizeof(h), payload.size() - sizeof(h));
+  return t;
+}
+
+int stt_num_keys(int full_frames) noexcept {
+  const int granularity = WhisperFeatures::kDefaultFitGranularityFrames;
+  return 2 + (full_frames - fit_min_frames(full_frames) + granularity - 1) / granularity;
+}
+
+SttStreamState::SttStreamState(const SttStage& s, SttPool& stt_pool)
+    : pool(&stt_pool), stage(s), search(stt_pool.model().config(), s.decode) {
+  done.reserve(stt_pool.capacity());
+}
+
+// --- the pool's side ---------------------------------------------------------------------------
+
+SttAdapter::SttAdapter(const WhisperModel& model, const ModelSpec& spec, SttPool& pool)
+    : model_(&model),
+      pool_(&pool),
+      run_timeout_ms_(spec.run_timeout_ms),
+      features_(model.config().dims.full_frames()),
+      encoder_(model, WhisperEncoderConfig{spec.max_batch, WhisperFeatures::kDefaultFitGranularityFrames, spec.session}),
+      decoder_(model, WhisperDecoderConfig{spec.max_batch, 0, 0, spec.session}),
+      full_frames_(model.config().dims.full_frames()),
+      fit_min_frames_(fit_min_frames(full_frames_)),
+      fit_granularity_(WhisperFeatures::kDefaultFitGranularityFrames),
+      decode_key_(stt_num_keys(full_frames_) - 1) {
+  const auto b = static_cast<std::size_t>(spec.max_batch);
+  audio16k_.assign(kMaxSegmentSamples16k + 8192, 0.0f);
+  mels_.assign(b * WhisperFeatures::kMels * static_cast<std::size_t>(full_frames_), 0.0f);
+  mel_ptrs_.resize(b);
+  outputs_.resize(b);
+  tokens_.assign(static_cast<std::size_t>(decoder_.max_slots()), 0);
+  rows_.resize(b);
+}
+
+int SttAdapter::key_of_window(int frames) const noexcept {
+  if (frames >= full_frames_) return 0;
+  return 1 + (frames - fit_min_frames_) / fit_granularity_;
+}
+
+std::int64_t SttAdapter::prepare(SttRequest& r, std::size_t row) {
+  rows_[row] = &r;
+  if (r.key == decode_key_) {
+    decoding_ = true;
+    tokens_[static_cast<std::size_t>(r.slot)] = r.sequence->next_token();
+    return r.ready_since_ns;
+  }
+  decoding_ = false;
+  try {
+    return prepare_encode(r, row);
+  } catch (const Error& e) {
+    // The pool must not see an exception here: this segment fails alone, the batch goes on.
+    r.failed = true;
+    r.error_code = e.code();
+    r.error = e.what();
+    finish(r);
+    return kNotStaged;
+  }
+}
+
+std::int64_t SttAdapter::prepare_encode(SttRequest& r, std::size_t row) {
+  std::span<const float> audio(r.audio.data(), r.num_samples);
+  if (r.sample_rate_hz != WhisperFeatures::kSampleRateHz) {
+    // Whisper listens at 16 kHz: 8 kHz streams are upsampled here, per segment.
+    upsampler_.reset();
+    std::size_t produced = upsampler_.process(audio, audio16k_);
+    while (true) {
+      const std::size_t more = upsampler_.flush(std::span(audio16k_).subspan(produced));
+      if (more == 0) break;
+      produced += more;
+    }
+    audio = std::span<const float>(audio16k_.data(), std::min(produced, kMaxSegmentSamples16k));
+  }
+  float* mel = mels_.data() + row * WhisperFeatures::kMels * static_cast<std::size_t>(full_frames_);
+  const int frames = features_.compute(
+      audio, r.window_frames == full_frames_ ? WhisperWindow::kFull : WhisperWindow::kFit,
+      std::span(mel, WhisperFeatures::kMels * static_cast<std::size_t>(full_frames_)));
+  if (frames != r.window_frames) {
+    throw Error(ErrorCode::kInternal, fmt::format("segment window {} frames, expected {}", frames, r.window_frames));
+  }
+  r.slot = decoder_.acquire();
+  if (r.slot < 0) {
+    throw Error(ErrorCode::kInternal, "no free decoder slot (the pool pins at most max_batch segments per worker)");
+  }
+  outputs_[row] = decoder_.begin(r.slot, WhisperEncoder::positions(frames));
+  mel_ptrs_[row] = mel;
+  frames_ = frames;
+  return r.ready_since_ns;
+}
+
+void SttAdapter::run(int key, std::size_t rows) {
+  if (key == decode_key_) {
+    // A step advances every busy slot: each must be a row of this batch (see the header).
+    if (static_cast<int>(rows) != decoder_.busy_count()) {
+      throw Error(ErrorCode::kInternal, fmt::format("decoder step of {} sequences with {} slots busy", rows,
+                                                    decoder_.busy_count()));
+    }
+    decoder_.step(tokens_);
+    return;
+  }
+  encoder_.run(frames_, std::span(mel_ptrs_.data(), rows), std::span(outputs_.data(), rows));
+}
+
+void SttAdapter::cancel_run() noexcept {
+  encoder_.cancel_run();
+  decoder_.cancel_run();
+}
+
+void SttAdapter::clear_cancel() noexcept {
+  encoder_.clear_cancel();
+  decoder_.clear_cancel();
+}
+
+std::string SttAdapter::describe_failure(const Error& e, bool timed_out, std::size_t rows,
+                                         std::int64_t elapsed_ns) const {
+  const char* what = decoding_ ? "decoder step" : "encoder run";
+  if (timed_out) {
+    return fmt::format("the Whisper {} of {} segment(s) took longer than run_timeout_ms ({} ms) and was cancelled "
+                       "after {} ms; those segments get an error instead of a transcript (raise the stt model's "
+                       "run_timeout_ms, or lower its max_batch, if this repeats)",
+                       what, rows, run_timeout_ms_, elapsed_ns / 1'000'000);
+  }
+  return fmt::format("the Whisper {} of {} segment(s) failed: {}", what, rows, e.what());
+}
+
+bool SttAdapter::complete(SttRequest& r, const Completion& c) {
+  if (c.failure != nullptr) {
+    r.failed = true;
+    r.error_code = c.failure->code;
+    r.error = std::string(c.failure->why);
+    finish(r);
+    return false;
+  }
+  if (r.key != decode_key_) {  // encoded: decode from the next step on
+    r.sequence.emplace(r.stream->stt->search);
+    r.key = decode_key_;
+    return true;
+  }
+  WhisperSequence& seq = *r.sequence;
+  seq.consume(decoder_.logits(r.slot));
+  if (!seq.done()) return true;
+  if (seq.hit_token_limit() && r.window_frames < full_frames_ && r.stream->stt->stage.fit_fallback) {
+    // Whisper repeated itself in the cut window: the full window, from the encoder on.
+    decoder_.release(r.slot);
+    r.slot = -1;
+    r.sequence.reset();
+    r.window_frames = full_frames_;
+    r.key = key_of_window(full_frames_);
+    return true;
+  }
+  Transcript& t = r.transcript;
+  t.avg_logprob = static_cast<float>(seq.avg_logprob());
+  t.no_speech_prob = seq.no_speech_prob();
+  t.no_speech = seq.no_speech();
+  t.hit_token_limit = seq.hit_token_limit();
+  t.window_frames = r.window_frames;
+  t.text.clear();
+  if (!t.no_speech) t.text = model_->decode(seq.tokens());
+  finish(r);
+  return false;
+}
+
+void SttAdapter::finish(SttRequest& r) {
+  if (r.slot >= 0) decoder_.release(r.slot);
+  r.slot = -1;
+  r.sequence.reset();
+  load_.fetch_sub(1, std::memory_order_relaxed);
+  StreamSlot& s = *r.stream;
+  SttStreamState& t = *s.stt;
+  bool closed;
+  {
+    std::lock_guard lock(t.mu);
+    closed = t.closed;
+    if (!closed) t.done.push_back(&r);
+  }
+  if (closed) {
+    // Nobody will read it: the slot goes straight back (the stream stays alive until then).
+    t.in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    pool_->release(&r);
+    return;
+  }
+  // Its VAD worker alone writes the stream's events; the request keeps the stream alive.
+  s.vad_pool->schedule(&s);
+}
+
+SttPool::SttPool(const ModelSpec& spec)
+    : ModelPool(spec),
+      model_(std::make_unique<WhisperModel>(WhisperModel::load(spec.path))),
+      slots_(std::make_unique<RequestSlots<SttRequest>>(static_cast<std::size_t>(spec.max_pending), [](SttRequest& r) {
+        r.audio.assign(kMaxSegmentSamples16k, 0.0f);
+      })),
+      pool_(spec,
+            PoolShape{stt_num_keys(model_->config().dims.full_frames()), static_cast<std::size_t>(spec.max_pending)},
+            [&](int /*worker*/) { return SttAdapter(*model_, spec, *this); }) {
+  max_positions_ = pool_.adapter(0).max_positions();
+}
+
+void SttPool::stop() {
+  slots_->close();  // a late submit fails (the stream waits) instead of waiting in a stopped queue
+  pool_.stop();
+}
+
+bool SttPool::submit(StreamSlot& stream, std::uint64_t seq, double start_s, double end_s,
+                     const AudioHistory::Range& audio) {
+  SttRequest* r = slots_->acquire();
+  if (r == nullptr) {
+    std::lock_guard lock(waiting_mu_);
+    waiting_.push_back(stream.shared_from_this());
+    return false;
+  }
+  const std::size_t n = std::min(audio.first.size() + audio.second.size(), r->audio.size());
+  const std::size_t n_first = std::min(audio.first.size(), n);
+  std::copy_n(audio.first.begin(), n_first, r->audio.begin());
+  std::copy_n(audio.second.begin(), n - n_first, r->audio.begin() + static_cast<std::ptrdiff_t>(n_first));
+  r->num_samples = n;
+  r->stream = stream.shared_from_this();
+  r->seq = seq;
+  r->start_s = start_s;
+  r->end_s = end_s;
+  r->sample_rate_hz = stream.model_rate_hz;
+  r->failed = false;
+  r->error.clear();
+  r->transcript = Transcript{};
+  const SttStage& stage = stream.stt->stage;
+  const int full = model_->config().dims.full_frames();
+  const std::size_t samples16k = n * static_cast<std::size_t>(WhisperFeatures::kSampleRateHz) /
+                                 static_cast<std::size_t>(stream.model_rate_hz);
+  r->window_frames = stage.window == WhisperWindow::kFull
+                         ? full
+                         : WhisperFeatures::fit_frames(WhisperFeatures::content_frames(samples16k),
+                                                       WhisperFeatures::kDefaultFitGranularityFrames,
+                                                       WhisperFeatures::kDefaultFitMinFrames, full);
+  r->worker = pool_.least_loaded_worker();
+  SttAdapter& adapter = pool_.adapter(r->worker);
+  r->key = adapter.key_of_window(r->window_frames);
+  adapter.add_load();
+  stream.stt->in_flight.fetch_add(1, std::memory_order_acq_rel);
+  pool_.schedule(r);
+  return true;
+}
+
+void SttPool::release(SttRequest* r) {
+  r->stream.reset();
+  slots_->release(r);
+  std::shared_ptr<StreamSlot> waiter;
+  {
+    std::lock_guard lock(waiting_mu_);
+    if (!waiting_.empty()) {
+      waiter = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+  }
+  if (waiter) waiter->vad_pool->schedule(waiter.get());
+}
+
+// --- the stream's side, on its VAD worker --------------------------------------------------------
+
+namespace {
+
+bool try_submit(StreamSlot& s, std::int64_t start_sample, std::int64_t end_sample) {
+  SttStreamState& t = *s.stt;
+  const auto max_samples = static_cast<std::int64_t>(kSttMaxSegmentS * s.model_rate_hz);
+  const AudioHistory::Range audio = s.history->range(std::max(start_sample, end_sample - max_samples), end_sample);
+  if (!t.pool->submit(s, t.next_seq, s.seconds(start_sample), s.seconds(end_sample), audio)) return false;
+  ++t.next_seq;
+  return true;
+}
+
+void emit(StreamSlot& s, SttRequest& r) {
+  if (r.failed) {
+    s.set_error(fmt::format("the transcript of the segment {:.3f}-{:.3f} s of stream {} failed: {}", r.start_s,
+                            r.end_s, s.id, r.error));
+    Event ev;
+    ev.type = EventType::kError;
+    ev.error_code = r.error_code;
+    ev.start_s = r.start_s;
+    ev.end_s = r.end_s;
+    s.emit(ev);
+    return;
+  }
+  const Transcript& t = r.transcript;
+  TranscriptHeader h{t.avg_logprob, t.no_speech_prob,
+                     (t.no_speech ? kNoSpeech : 0u) | (t.hit_token_limit ? kHitTokenLimit : 0u), t.window_frames};
+  Event ev;
+  ev.type = EventType::kTranscript;
+  ev.start_s = r.start_s;
+  ev.end_s = r.end_s;
+  ev.probability = t.no_speech_prob;
+  s.emit_with_payload(ev, std::as_bytes(std::span(&h, 1)), std::as_bytes(std::span(t.text.data(), t.text.size())),
+                      false);
+}
+
+}  // namespace
+
+void stt_segment(StreamSlot& s, std::int64_t start_sample, std::int64_t end_sample) {
+  SttStreamState& t = *s.stt;
+  if (t.deferred || !try_submit(s, start_sample, end_sample)) {
+    // Only one segment can wait: the stream holds its frames until it is submitted.
+    t.deferred = true;
+    t.deferred_start = start_sample;
+    t.deferred_end = end_sample;
+  }
+}
+
+bool stt_mailbox(StreamSlot& s) {
+  SttStreamState& t = *s.stt;
+  while (true) {
+    SttRequest* next = nullptr;
+    {
+      std::lock_guard lock(t.mu);
+      const auto it = std::find_if(t.done.begin(), t.done.end(), [&](SttRequest* r) { return r->seq == t.next_emit; });
+      if (it != t.done.end()) {
+        next = *it;
+        *it = t.done.back();
+        t.done.pop_back();
+      }
+    }
+    if (next == nullptr) break;
+    emit(s, *next);
+    ++t.next_emit;
+    t.in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    t.pool->release(next);
+  }
+  if (t.deferred && try_submit(s, t.deferred_start, t.deferred_end)) t.deferred = false;
+  return t.deferred;
+}
+
+void stt_close(StreamSlot& s) {
+  SttStreamState& t = *s.stt;
+  std::vector<SttRequest*> done;
+  {
+    std::lock_guard lock(t.mu);
+    t.closed = true;
+    done.swap(t.done);
+  }
+  for (SttRequest* r : done) {
+    t.in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    t.pool->release(r);
+  }
+}
+
+}  // namespace brisvox::engine

@@ -1,0 +1,201 @@
+// The stt stage: speech-to-text (Whisper) after the VAD, on the batch pool as a request model whose
+// requests take several steps.
+//
+// When a stream's VAD ends a speech segment, its VAD worker copies the segment's audio (at most
+// 30 s, at the stream's model rate) from the stream's history into a free request slot and submits
+// it to the stt pool, pinned to the least loaded worker. A request then goes through the same
+// worker's runs:
+//   1. an encoder run (job key: the segment's window length, so that a batch holds one length):
+//      the log-mel features, a decoder slot acquired, the encoder's output written into it;
+//   2. decoder steps (job key kDecodeKey): every segment being decoded on the worker advances by
+//      one token per step, in one run; a segment joins after its encoder run and leaves at
+//      <|endoftext|> or the token limit (a fit window that ends at the limit goes back to step 1
+//      in the full window);
+//   3. the result into the stream's mailbox, the stream woken on its VAD worker, which alone emits
+//      the kTranscript event (text as payload) and then gives the request slot back.
+// A decoder step runs every busy slot of the worker, so every sequence being decoded must be in
+// each decode batch: they are (they are queued again together after each step, and max_batch is
+// the decoder's slot count), and prepare() checks it.
+//
+// A stream whose segment finds no free request slot holds its frames (its history must keep the
+// segment's audio) until the pool gives a slot back and wakes it: nothing is dropped.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisvox/audio/resampler.h"
+#include "brisvox/engine/engine.h"
+#include "brisvox/engine/engine_config.h"
+#include "brisvox/models/stt/whisper_decoder.h"
+#include "brisvox/models/stt/whisper_encoder.h"
+#include "brisvox/models/stt/whisper_features.h"
+#include "brisvox/models/stt/whisper_model.h"
+#include "brisvox/models/stt/whisper_search.h"
+#include "engine/pool/batch_pool.h"
+#include "engine/pool/request_slots.h"
+#include "engine/stream/audio_history.h"
+
+namespace brisvox::engine {
+
+struct StreamSlot;
+class SttPool;
+struct SttRequest;
+
+// The longest segment the stage transcribes: the model's window (the VAD's max_speech_s is capped
+// to it, so longer speech is split at the VAD's own split points).
+inline constexpr double kSttMaxSegmentS = 30.0;
+
+// Job keys of a model whose full window has `full_frames` frames: one per encoder window length
+// (the full one, then the fit lengths from the minimum up in steps of the granularity), and one
+// for the decoder steps (the last).
+int stt_num_keys(int full_frames) noexcept;
+
+// The stt stage of one stream.
+struct SttStreamState {
+  SttStreamState(const SttStage& stage, SttPool& stt_pool);
+
+  SttPool* const pool;
+  const SttStage stage;
+  const WhisperGreedySearch search;  // the stream's decoding options, shared by its requests
+  // VAD worker only.
+  std::uint64_t next_seq = 0;        // number of the next segment submitted
+  std::uint64_t next_emit = 0;       // number of the next transcript to emit (they come in order)
+  bool deferred = false;             // a segment waits for a free request slot
+  std::int64_t deferred_start = 0;   // its span, model-rate samples
+  std::int64_t deferred_end = 0;
+  std::atomic<int> in_flight{0};     // requests submitted and not yet emitted
+  // Mailbox: requests whose result is ready (their worker), taken by the VAD worker.
+  std::mutex mu;
+  std::vector<SttRequest*> done;  // capacity: the pool's request slots (mu)
+  bool closed = false;            // the stream was retired: results go straight back (mu)
+
+  // A transcript is pending or a segment waits: the stream's end must wait for them.
+  bool busy() const noexcept { return deferred || in_flight.load(std::memory_order_acquire) > 0; }
+};
+
+// One segment to transcribe, in a slot of the stt pool.
+struct SttRequest : PoolJob {
+  std::shared_ptr<StreamSlot> stream;  // held until its transcript is emitted
+  std::uint64_t seq = 0;               // the stream's segment number
+  double start_s = 0;                  // the segment, in stream seconds
+  double end_s = 0;
+  int sample_rate_hz = 16000;          // of `audio` (the stream's model rate)
+  std::vector<float> audio;            // capacity: 30 s at 16 kHz
+  std::size_t num_samples = 0;
+  int window_frames = 0;               // the encoder window it is (to be) encoded in
+  int slot = -1;                       // its decoder slot, while encoded
+  std::optional<WhisperSequence> sequence;  // its decoding, while in the decoder
+  // The result, for the stream's VAD worker.
+  Transcript transcript;
+  bool failed = false;
+  ErrorCode error_code = ErrorCode::kRuntime;
+  std::string error;
+};
+
+// A stt worker's sessions and scratch.
+class SttAdapter {
+ public:
+  using Job = SttRequest;
+  SttAdapter(const WhisperModel& model, const ModelSpec& spec, SttPool& pool);
+
+  // The job key of the decoder steps; encoder runs use key_of_window(frames) below it.
+  int decode_key() const noexcept { return decode_key_; }
+  int key_of_window(int frames) const noexcept;
+  int max_positions() const { return decoder_.max_tokens(); }
+
+  std::int64_t prepare(SttRequest& r, std::size_t row);
+  void run(int key, std::size_t rows);
+  bool complete(SttRequest& r, const Completion& c);
+  void after_batch() {}
+  void cancel_run() noexcept;
+  void clear_cancel() noexcept;
+  std::string describe_failure(const Error& e, bool timed_out, std::size_t rows, std::int64_t elapsed_ns) const;
+  std::size_t load() const noexcept { return load_.load(std::memory_order_relaxed); }
+  void add_load() noexcept { load_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::int64_t prepare_encode(SttRequest& r, std::size_t row);
+  void finish(SttRequest& r);  // the result to the stream, the decoder slot and the load back
+
+  const WhisperModel* model_;
+  SttPool* pool_;
+  int run_timeout_ms_;
+  WhisperFeatures features_;
+  WhisperEncoder encoder_;
+  WhisperDecoder decoder_;
+  Resampler upsampler_{8000, 16000, 8192};
+  int full_frames_;
+  int fit_min_frames_;
+  int fit_granularity_;
+  int decode_key_;
+  std::vector<float> audio16k_;              // a segment at 16 kHz
+  std::vector<float> mels_;                  // [max_batch, 80, full_frames]
+  std::vector<const float*> mel_ptrs_;
+  std::vector<WhisperEncoderOutput> outputs_;
+  std::vector<int> tokens_;                  // [max_slots], one per decoder slot
+  std::vector<SttRequest*> rows_;            // the batch being run
+  int frames_ = 0;                           // window of the encoder batch being run
+  bool decoding_ = false;                    // the batch being run is a decoder step
+  std::atomic<std::size_t> load_{0};
+};
+
+class SttPool final : public ModelPool {
+ public:
+  // `spec` resolved. Loads the model folder and every worker's sessions (Error kIo, kBadModel,
+  // kModelMismatch naming the tensor).
+  explicit SttPool(const ModelSpec& spec);
+
+  const WhisperModel& model() const noexcept { return *model_; }
+  std::size_t capacity() const noexcept { return slots_->capacity(); }
+  // Positions a decoder slot holds: a stream's decoding options must fit (search.max_positions()).
+  int max_positions() const noexcept { return max_positions_; }
+
+  // VAD worker: queues the transcription of `audio` (model-rate samples of the segment
+  // [start_s, end_s)) for `stream`. False when every request slot is in use: the stream is then
+  // woken when one is free (schedule on its VAD pool) and must hold its frames until then.
+  bool submit(StreamSlot& stream, std::uint64_t seq, double start_s, double end_s,
+              const AudioHistory::Range& audio);
+  // The stream's VAD worker, after it emitted the request's transcript: the slot back, and a
+  // waiting stream woken.
+  void release(SttRequest* r);
+
+  void start() override { pool_.start(); }
+  void stop() override;
+  void watch_runs(RunWatchdog& watchdog) override { pool_.watch_runs(watchdog); }
+  ModelStats stats() const override { return pool_.stats(); }
+  double recent_p99_queue_delay_us(std::int64_t now) const override { return pool_.recent_p99_queue_delay_us(now); }
+  int num_workers() const noexcept override { return pool_.num_workers(); }
+
+  // The pool's own view, for its adapters: a request to run again (another window).
+  void schedule(SttRequest* r) { pool_.schedule(r); }
+
+ private:
+  std::unique_ptr<WhisperModel> model_;  // before the pool: its adapters use it
+  std::unique_ptr<RequestSlots<SttRequest>> slots_;
+  int max_positions_ = 0;
+  std::mutex waiting_mu_;
+  std::deque<std::shared_ptr<StreamSlot>> waiting_;  // streams holding a segment for a slot
+  BatchPool<SttAdapter> pool_;
+};
+
+// A kTranscript payload (a 16-byte header, then the text) back into a Transcript.
+Transcript decode_transcript(std::span<const std::byte> payload);
+
+// --- the stage's part of a stream, on its VAD worker ----------------------------------------
+
+// A speech segment ended: its transcription is submitted (or deferred, holding the stream).
+void stt_segment(StreamSlot& s, std::int64_t start_sample, std::int64_t end_sample);
+// Transcripts ready in the mailbox become events, in segment order; a deferred segment is
+// submitted when it can be. True when the stream must hold its frames (a segment still waits).
+bool stt_mailbox(StreamSlot& s);
+// The stream is being retired: what its requests still hold goes back to the pool.
+void stt_close(StreamSlot& s);
+
+}  // namespace brisvox::engine

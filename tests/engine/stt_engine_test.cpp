@@ -1,0 +1,198 @@
+// Speech-to-text on the engine (the stt stage, Whisper tiny.en on real weights): each VAD segment's
+// transcript equals what the single-stream WhisperTranscriber makes of the same audio, whether
+// the stream runs alone or its segments share encoder runs and decoder steps with other streams'.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "brisvox/engine/engine.h"
+#include "brisvox/engine/offline.h"
+#include "brisvox/models/stt/whisper_model.h"
+#include "brisvox/models/stt/whisper_transcriber.h"
+#include "engine/engine_test_util.h"
+#include "stt/stt_test_util.h"
+#include "test_paths.h"
+
+namespace brisvox {
+namespace {
+
+EngineConfig stt_engine(int stt_max_batch = 8) {
+  EngineConfig c;
+  c.model("vad").path = test::bundled_model("silero_vad_v5.onnx");
+  c.model("vad").num_workers = 1;
+  c.models.push_back(ModelSpec::whisper(test::whisper_tiny_en()));
+  c.model("stt").max_batch = stt_max_batch;
+  return c;
+}
+
+struct Transcribed {
+  Event event;
+  Transcript transcript;
+};
+
+// Feeds `audio` as fast as the stream takes it and reads every transcript.
+std::vector<Transcribed> transcripts_of(Stream& s, std::span<const float> audio) {
+  std::vector<Transcribed> out;
+  std::size_t pos = 0;
+  bool flushed = false, ended = false;
+  Event events[16];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    if (pos < audio.size()) {
+      pos += s.push(audio.subspan(pos, std::min(audio.size() - pos, s.writable())));
+    } else if (!flushed) {
+      s.flush();
+      flushed = true;
+    }
+    const std::size_t n = s.poll(events);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_NE(events[i].type, EventType::kError) << s.last_error();
+      if (events[i].type == EventType::kError) std::printf("error: %s\n", s.last_error().c_str());
+      if (events[i].type == EventType::kTranscript) {
+        std::optional<Transcript> t = s.read_transcript(events[i]);
+        EXPECT_TRUE(t.has_value());
+        if (t) out.push_back({events[i], *t});
+      }
+      ended |= events[i].type == EventType::kEndOfStream;
+    }
+    if (n == 0) s.wait_events(std::chrono::milliseconds(2));
+  }
+  EXPECT_TRUE(ended);
+  return out;
+}
+
+// What the single-stream transcriber makes of the segment [start_s, end_s) of `audio`.
+std::string reference_text(const WhisperModel& model, std::span<const float> audio, int rate, double start_s,
+                           double end_s) {
+  const auto begin = static_cast<std::size_t>(std::llround(start_s * rate));
+  const auto end = std::min(static_cast<std::size_t>(std::llround(end_s * rate)), audio.size());
+  return transcribe(model, audio.subspan(begin, end - begin), rate).text();
+}
+
+TEST(EngineStt, EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio) {
+  Engine engine(stt_engine());
+  const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
+  const auto& audio = test::sample_audio().samples;
+  StreamConfig sc;
+  sc.stt = SttStage{};
+  Stream s = engine.open_stream(sc);
+  const auto got = transcripts_of(s, audio);
+  ASSERT_EQ(got.size(), 5u) << "one transcript per utterance of the sample";
+  for (const Transcribed& t : got) {
+    EXPECT_FALSE(t.transcript.no_speech);
+    EXPECT_FALSE(t.transcript.hit_token_limit);
+    EXPECT_EQ(t.transcript.window_frames, 3000);
+    EXPECT_FALSE(t.transcript.text.empty());
+    EXPECT_EQ(t.transcript.text, reference_text(model, audio, 16000, t.event.start_s, t.event.end_s))
+        << "segment at " << t.event.start_s << " s";
+    EXPECT_FLOAT_EQ(t.event.probability, t.transcript.no_speech_prob);
+  }
+  for (std::size_t i = 1; i < got.size(); ++i) EXPECT_GT(got[i].event.start_s, got[i - 1].event.start_s) << "in order";
+  const EngineStats st = engine.stats();
+  const ModelStats& stt = st.model("stt");
+  EXPECT_EQ(stt.family, ModelFamily::kWhisper);
+  EXPECT_GT(stt.runs, 5u) << "encoder runs and decoder steps";
+  EXPECT_EQ(stt.run_errors, 0u);
+}
+
+TEST(EngineStt, ConcurrentStreamsShareRunsAndEachGetsItsOwnTranscripts) {
+  Engine engine(stt_engine());
+  const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
+  const auto& sample = test::sample_audio().samples;
+  constexpr int kStreams = 4;
+  // Each stream: a different stretch of the sample (one or two utterances).
+  std::vector<std::vector<float>> inputs;
+  for (int i = 0; i < kStreams; ++i) {
+    const std::size_t begin = static_cast<std::size_t>(i) * 5 * 16000;
+    inputs.emplace_back(sample.begin() + static_cast<std::ptrdiff_t>(begin),
+                        sample.begin() + static_cast<std::ptrdiff_t>(std::min(begin + 9 * 16000, sample.size())));
+  }
+  StreamConfig sc;
+  sc.stt = SttStage{};
+  std::vector<Stream> streams;
+  for (int i = 0; i < kStreams; ++i) streams.push_back(engine.open_stream(sc));
+  std::vector<std::vector<Transcribed>> results(kStreams);
+  std::vector<std::thread> feeders;
+  for (int i = 0; i < kStreams; ++i) {
+    feeders.emplace_back([&, i] { results[i] = transcripts_of(streams[i], inputs[i]); });
+  }
+  for (auto& f : feeders) f.join();
+  int segments = 0;
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_FALSE(results[i].empty()) << "stream " << i;
+    for (const Transcribed& t : results[i]) {
+      ++segments;
+      EXPECT_EQ(t.transcript.text, reference_text(model, inputs[i], 16000, t.event.start_s, t.event.end_s))
+          << "stream " << i << " segment at " << t.event.start_s << " s";
+    }
+  }
+  const ModelStats stt = engine.stats().model("stt");
+  std::uint64_t shared = 0;
+  for (std::size_t b = 2; b < stt.batch_size_counts.size(); ++b) shared += stt.batch_size_counts[b];
+  EXPECT_GT(shared, 0u) << "segments of different streams must share encoder runs or decoder steps";
+  std::printf("%d segments of %d streams: %llu runs, %llu of them shared\n", segments, kStreams,
+              static_cast<unsigned long long>(stt.runs), static_cast<unsigned long long>(shared));
+}
+
+TEST(EngineStt, TelephonyAudioIsTranscribedAt8kHz) {
+  Engine engine(stt_engine());
+  const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
+  const Audio prompt = load_audio("/usr/share/asterisk/sounds/en/conf-onlyperson.wav");
+  ASSERT_EQ(prompt.sample_rate_hz, 8000);
+  StreamConfig sc;
+  sc.sample_rate_hz = 8000;
+  sc.stt = SttStage{};
+  Stream s = engine.open_stream(sc);
+  const auto got = transcripts_of(s, prompt.samples);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].transcript.text, reference_text(model, prompt.samples, 8000, got[0].event.start_s, got[0].event.end_s));
+  EXPECT_EQ(got[0].transcript.text, " You are currently the only person in this conference.");
+}
+
+TEST(EngineStt, TheOfflineRunnerWritesTheTranscriptionDocument) {
+  Engine engine(stt_engine());
+  OfflineOptions o;
+  o.stream.stt = SttStage{};
+  const OfflineResult r = run_offline(engine, OfflineInput{test::sample_wav(), std::nullopt}, o);
+  ASSERT_FALSE(r.error) << r.error->what();
+  ASSERT_EQ(r.transcripts.size(), 5u);
+  const std::string json = transcript_json(r);
+  EXPECT_NE(json.find("\"segments\":[{\"start\":"), std::string::npos) << json;
+  const std::string text = transcript_text(r);
+  ASSERT_FALSE(text.empty());
+  EXPECT_NE(text.front(), ' ');
+  EXPECT_NE(text.back(), ' ');
+  EXPECT_NE(json.find("\"text\":\"" + text + "\""), std::string::npos) << json;
+}
+
+TEST(EngineStt, ABadSttStageIsRefusedAtOpen) {
+  EngineConfig no_stt;
+  no_stt.model("vad").path = test::bundled_model("silero_vad_v5.onnx");
+  Engine plain(no_stt);
+  StreamConfig sc;
+  sc.stt = SttStage{};
+  try {
+    plain.open_stream(sc);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no Whisper model named 'stt'"), std::string::npos) << e.what();
+  }
+  Engine engine(stt_engine());
+  sc.stt->decode.language = "de";  // tiny.en knows English only
+  EXPECT_THROW(engine.open_stream(sc), Error);
+  try {
+    EngineConfig missing = stt_engine();
+    missing.model("stt").path = "/nonexistent/whisper";
+    Engine e(missing);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/whisper"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace brisvox
