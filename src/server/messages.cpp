@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace brisvox::server {
@@ -33,10 +35,16 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
     c["max_silence_ms"] = s.turn->params.max_silence_ms;
     c["turn_threshold"] = s.turn->params.turn_threshold;
   }
+  if (s.stt) {
+    c["events"].push_back("transcript");
+    c["language"] = s.stt->decode.language;
+    c["window"] = to_string(s.stt->window);
+  }
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();
   c["min_speech_ms"] = p.min_speech_ms;
-  c["max_speech_s"] = p.max_speech_s;  // infinity (no limit) is printed as null
+  // Infinity (no limit) is printed as null; with transcripts, the engine caps it at Whisper's window.
+  c["max_speech_s"] = s.stt ? std::min(p.max_speech_s, 30.0) : p.max_speech_s;
   c["min_silence_ms"] = p.min_silence_ms;
   c["speech_pad_ms"] = p.speech_pad_ms;
   c["min_silence_at_max_speech_ms"] = p.min_silence_at_max_speech_ms;

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""End-to-end tests of speech-to-text on `brisvox serve --stt-model` (docs/PROTOCOL.md), on loopback.
+
+POST /v1/transcribe must answer exactly the document `brisvox transcribe --format json` prints for
+the same file; a WebSocket stream with events=transcript must get one transcript message per speech
+segment, with the same texts; a server without --stt-model refuses both clearly; the per-model
+metrics carry model="stt". Every server process is killed at the end, whatever happens.
+
+  /usr/bin/python3 tests/server/test_transcribe.py --brisvox build/release/brisvox \
+      --sample third_party/audio/sample.wav
+"""
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+import wave
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from serve_process import Server  # noqa: E402
+
+import websockets  # Debian's python3-websockets  # noqa: E402
+
+
+def http_request(method, url, body=None, timeout=120):
+    req = urllib.request.Request(url, data=body, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def cli_transcript(args):
+    out = subprocess.run([args.brisvox, "transcribe", args.sample], check=True, capture_output=True, text=True,
+                         timeout=120).stdout
+    return json.loads(out)
+
+
+def test_post_transcribe(server, args, reference):
+    data = open(args.sample, "rb").read()
+    status, body = http_request("POST", server.url("/v1/transcribe?name=sample.wav"), body=data)
+    assert status == 200, (status, body)
+    got = json.loads(body)
+    want = dict(reference, file="sample.wav")
+    assert got == want, f"{got}\n!=\n{want}"
+
+
+async def stream_transcripts(server, pcm):
+    async with websockets.connect(server.ws_url("sample_rate=16000&encoding=pcm_s16le&events=transcript"),
+                                  max_size=None, open_timeout=10) as ws:
+        ready = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert ready["type"] == "ready" and "transcript" in ready["config"]["events"], ready
+        for i in range(0, len(pcm), 32000):
+            await ws.send(pcm[i:i + 32000])
+        await ws.send(json.dumps({"type": "close"}))
+        messages = []
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline:
+                messages.append(json.loads(await asyncio.wait_for(ws.recv(), deadline - time.monotonic())))
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        return messages
+
+
+def test_stream_transcripts(server, pcm, reference):
+    messages = asyncio.run(stream_transcripts(server, pcm))
+    transcripts = [m for m in messages if m["type"] == "transcript"]
+    ends = [m for m in messages if m["type"] == "speech_end"]
+    assert len(transcripts) == len(ends) == len(reference["segments"]), (len(transcripts), len(ends), messages)
+    for t, want in zip(transcripts, reference["segments"]):
+        assert t["text"].strip() == want["text"], (t, want)
+        assert abs(t["start"] - want["start"]) < 1e-6 and abs(t["end"] - want["end"]) < 1e-6, (t, want)
+        assert isinstance(t["avg_logprob"], float) and 0 <= t["no_speech_prob"] <= 1 and t["no_speech"] is False, t
+    # The stream's end (the server's close 1000) waits for the last transcript: none is missing above.
+
+
+def test_metrics(server):
+    status, body = http_request("GET", server.url("/metrics"))
+    assert status == 200
+    text = body.decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    assert values['brisvox_batches_total{model="stt"}'] > 0, text
+    assert values['brisvox_model_inputs_total{model="stt"}'] > values['brisvox_batches_total{model="stt"}'], \
+        "decoder steps batch several segments"
+    assert values['brisvox_run_errors_total{model="stt"}'] == 0
+    assert values['brisvox_model_workers{model="stt",family="whisper"}'] == 1
+
+
+def test_without_stt_model(plain, args):
+    status, body = http_request("POST", plain.url("/v1/transcribe"), body=open(args.sample, "rb").read())
+    assert status == 400 and b"Whisper" in body and b"--stt-model" in body, (status, body)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--brisvox", required=True)
+    ap.add_argument("--sample", required=True)
+    args = ap.parse_args()
+    with wave.open(args.sample, "rb") as w:
+        assert w.getframerate() == 16000 and w.getsampwidth() == 2 and w.getnchannels() == 1
+        pcm = w.readframes(w.getnframes())
+    reference = cli_transcript(args)
+    assert len(reference["segments"]) == 5, reference
+    failures = []
+    servers = []
+    try:
+        server = Server(args.brisvox, "--workers", "1", "--stt-model", "tiny.en", "--max-body-bytes", "4000000")
+        servers.append(server)
+        plain = Server(args.brisvox, "--workers", "1")
+        servers.append(plain)
+        tests = [("post_transcribe", lambda: test_post_transcribe(server, args, reference)),
+                 ("stream_transcripts", lambda: test_stream_transcripts(server, pcm, reference)),
+                 ("metrics", lambda: test_metrics(server)),
+                 ("without_stt_model", lambda: test_without_stt_model(plain, args))]
+        for name, t in tests:
+            t0 = time.monotonic()
+            try:
+                t()
+                print(f"PASS {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+            except Exception:
+                failures.append(name)
+                print(f"FAIL {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+                traceback.print_exc()
+    finally:
+        for s in servers:
+            s.kill()
+        if failures:
+            for s in servers:
+                print(f"--- server {s.port} stderr:\n" + "\n".join(s.lines[-40:]), file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
