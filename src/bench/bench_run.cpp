@@ -27,6 +27,7 @@
 #include "brisvox/runtime/runtime_info.h"
 #include "bench/bench_run.h"
 #include "bench/bench_runner.h"
+#include "bench/bench_stt.h"
 #include "bench/bench_turn.h"
 
 namespace brisvox::bench {
@@ -200,7 +201,8 @@ int run_bench(const BenchOptions& o) {
   engine.validate();
   const LoopedAudio audio = LoopedAudio::load(o.wav.empty() ? default_wav() : o.wav);
   const bool latency_phase = !o.realtime && !o.skip_latency;
-  check(!(o.skip_load && o.skip_baseline && !latency_phase && o.turn_model.empty()),
+  check(o.stt_window == "full" || o.stt_window == "fit", "--stt-window must be full or fit");
+  check(!(o.skip_load && o.skip_baseline && !latency_phase && o.turn_model.empty() && o.stt_model.empty()),
         "every phase is skipped: nothing to measure");
 
   Json report;
@@ -269,6 +271,22 @@ int run_bench(const BenchOptions& o) {
     progress(fmt::format("turn: Smart Turn {}, {} analyses at 1, 2 and 4 threads", o.turn_model, o.turn_runs));
     turn = run_turn_phase(o.turn_model, std::span(audio.samples.data(), audio.length), o.turn_runs);
   }
+  nlohmann::ordered_json stt;
+  if (!o.stt_model.empty()) {
+    progress(fmt::format("stt: Whisper {}, {} real-time stream(s), {} window, 5 + {} s", o.stt_model, o.stt_streams,
+                         o.stt_window, o.stt_seconds));
+    SttPhaseSpec spec;
+    spec.stt_model = o.stt_model;
+    spec.vad_model = vad.path;
+    spec.num_streams = o.stt_streams;
+    spec.vad_workers = 1;
+    spec.stt_workers = o.stt_workers;
+    spec.stt_threads = o.stt_threads;
+    spec.stt_max_batch = o.stt_max_batch;
+    spec.window = o.stt_window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
+    spec.seconds = o.stt_seconds;
+    stt = run_stt_phase(spec, audio);
+  }
 
   // The headline numbers. Capacity only from a fast load phase; latency from the paced phase.
   const EnginePhaseResult* paced = latency ? &*latency : (load && load->realtime ? &*load : nullptr);
@@ -319,6 +337,7 @@ int run_bench(const BenchOptions& o) {
   report["turn_latency_ms_p50"] = turn.is_null() ? Json(nullptr) : Json(turn["threads"]["1"]["p50_ms"]);
   report["turn_latency_ms_p99"] = turn.is_null() ? Json(nullptr) : Json(turn["threads"]["1"]["p99_ms"]);
   if (!turn.is_null()) phases["turn"] = turn;
+  if (!stt.is_null()) phases["stt"] = stt;
   report["phases"] = phases;
 
   if (o.json) {

@@ -28,6 +28,13 @@ struct BenchOptions {
   bool json = false;
   std::string turn_model;  // adds the end-of-turn phase
   int turn_runs = 20;
+  std::string stt_model;   // adds the speech-to-text phase (bench_stt.h)
+  int stt_streams = 1;
+  std::string stt_window = "full";
+  double stt_seconds = 30.0;
+  int stt_threads = 1;
+  int stt_workers = 1;
+  int stt_max_batch = 8;
 };
 
 // Runs the phases and prints the report on stdout; 0 when done. Throws Error for bad options or

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <vector>
 
+#include "brisvox/latency_histogram.h"
 #include "brisvox/models/turn/smart_turn.h"
 #include "brisvox/models/turn/turn_features.h"
 
@@ -14,10 +15,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-}
 
 }  // namespace
 
@@ -34,7 +31,7 @@ nlohmann::ordered_json run_turn_phase(const std::string& turn_model, std::span<c
     config.max_batch = 1;
     config.session.intra_op_threads = threads;
     SmartTurn model(config);
-    std::vector<double> total, feat, run;
+    LatencyHistogram total, feat, run;  // microseconds
     for (int i = -2; i < runs; ++i) {  // two warm-up analyses
       // A different 8 s of the recording each time.
       const std::size_t offset = (static_cast<std::size_t>(i + 2) * 16000 * 3) % (audio.size() - window + 1);
@@ -47,14 +44,14 @@ nlohmann::ordered_json run_turn_phase(const std::string& turn_model, std::span<c
       model.run(std::span(&fp, 1), std::span(&p, 1));
       const double m_ms = ms_since(t1);
       if (i < 0) continue;
-      feat.push_back(f_ms);
-      run.push_back(m_ms);
-      total.push_back(f_ms + m_ms);
+      feat.record(f_ms * 1000.0);
+      run.record(m_ms * 1000.0);
+      total.record((f_ms + m_ms) * 1000.0);
     }
-    out["threads"][std::to_string(threads)] = {{"p50_ms", quantile(total, 0.5)},
-                                               {"p99_ms", quantile(total, 0.99)},
-                                               {"features_p50_ms", quantile(feat, 0.5)},
-                                               {"model_p50_ms", quantile(run, 0.5)}};
+    out["threads"][std::to_string(threads)] = {{"p50_ms", total.p50_us() / 1000.0},
+                                               {"p99_ms", total.p99_us() / 1000.0},
+                                               {"features_p50_ms", feat.p50_us() / 1000.0},
+                                               {"model_p50_ms", run.p50_us() / 1000.0}};
   }
   return out;
 }

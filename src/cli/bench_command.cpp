@@ -46,6 +46,25 @@ Command add_bench_command(CLI::App& app) {
   app.add_option("--turn-model", o->turn_model,
                  "Also time end-of-turn analyses (features + Smart Turn) at 1, 2, 4 threads: turn_latency_ms_p50");
   app.add_option("--turn-runs", o->turn_runs, "Analyses per thread setting")->capture_default_str()->check(CLI::Range(1, 10000));
+  app.add_option("--stt-model", o->stt_model,
+                 "Also run live streams with speech-to-text (Whisper folder or tiny.en): transcript latency, throughput");
+  app.add_option("--stt-streams", o->stt_streams, "Real-time streams of the stt phase")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--stt-window", o->stt_window, "Whisper encoder window of the stt phase: full or fit")
+      ->capture_default_str();
+  app.add_option("--stt-seconds", o->stt_seconds, "Measured seconds of the stt phase")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--stt-workers", o->stt_workers, "Whisper workers of the stt phase")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--stt-max-batch", o->stt_max_batch, "Whisper decoder slots per worker (segments decoded together)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_flag("--json", o->json, "Print one JSON object (progress goes to stderr when it is a terminal)");
   app.footer(
       "Phases (each: --warmup-seconds, then --seconds measured):\n"
