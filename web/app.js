@@ -40,8 +40,15 @@
 
   let session = null;
 
+  // Whether the server transcribes (it has a Whisper model: /healthz lists its models).
+  let transcribes = false;
+  fetch('/healthz').then((r) => r.json()).then((h) => {
+    transcribes = (h.models || []).some((m) => m.family === 'whisper');
+  }).catch(() => {});
+
   function streamUrl() {
-    const q = new URLSearchParams({ sample_rate: String(RATE), encoding: 'pcm_s16le', events: 'vad' });
+    const events = transcribes ? 'vad,transcript' : 'vad';
+    const q = new URLSearchParams({ sample_rate: String(RATE), encoding: 'pcm_s16le', events });
     if (token) q.set('token', token);
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
     return `${scheme}//${location.host}/v1/stream?${q}`;
@@ -190,6 +197,13 @@
         ui.canvas.setAttribute('aria-label',
           `Speech probability over time: ${demo.segments.length} speech segments, last ended at ${fmt(m.end)} s`);
         break;
+      case 'transcript': {
+        // The words of a segment that ended: shown under it.
+        const seg = demo.segments.find((g) => Math.abs(g.start - m.start) < 1e-6 && Math.abs(g.end - m.end) < 1e-6);
+        if (seg) seg.text = m.no_speech ? '' : m.text.trim();
+        renderSegments();
+        break;
+      }
       case 'overload':
         if (m.backlog_ms > 0) setStatus(`The server is falling behind (${m.backlog_ms} ms backlog).`);
         break;
@@ -266,6 +280,12 @@
       dur.className = 'dur';
       dur.textContent = `(${fmt(seg.end - seg.start)} s)`;
       li.append(dur);
+      if (seg.text) {
+        const text = document.createElement('q');
+        text.className = 'transcript';
+        text.textContent = seg.text;
+        li.append(' ', text);
+      }
       return li;
     });
     if (demo.openSegment) {

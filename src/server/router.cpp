@@ -37,6 +37,11 @@ Response health_response(ServerContext& ctx, const Request& request) {
   j["workers"] = ctx.engine.num_workers();
   j["streams"] = ctx.streams_open.load();
   j["max_streams"] = ctx.config.limits.max_streams;
+  // What the server can do: the demo page asks for transcripts only when a Whisper model is here.
+  j["models"] = nlohmann::ordered_json::array();
+  for (const ModelSpec& m : ctx.engine.config().models) {
+    j["models"].push_back({{"name", m.name}, {"family", std::string(to_string(m.family))}});
+  }
   return make_response(request, draining ? http::status::service_unavailable : http::status::ok, "application/json",
                        j.dump() + "\n");
 }
