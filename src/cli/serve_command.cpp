@@ -1,6 +1,7 @@
 // `brisvox serve`: the engine as a network service (docs/PROTOCOL.md).
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -24,6 +25,10 @@ struct ServeOptions {
 };
 
 int run_serve(ServeOptions& o) {
+  // A write to a pipe whose reader is gone (`brisvox serve 2>&1 | head -1`, a supervisor that
+  // restarted) must be an EPIPE error, not a fatal signal: the log line is lost, the server goes on.
+  // (Sockets never raise it: Asio sends with MSG_NOSIGNAL.)
+  std::signal(SIGPIPE, SIG_IGN);
   if (!o.models_dir.empty()) ::setenv("BRISVOX_MODELS_DIR", o.models_dir.c_str(), 1);
   if (o.config.token.empty()) {
     if (const char* token = std::getenv("BRISVOX_TOKEN"); token != nullptr) o.config.token = token;
