@@ -1,5 +1,7 @@
 #include "server/access_policy.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -22,9 +24,18 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+// Optional whitespace around a header value (RFC 9110 5.5) and nothing else: a '/' belongs to the
+// value (a token may end in one; "Bearer s3cret///" is not "Bearer s3cret").
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '/')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// A configured origin as the user may write it: "https://app.example.com/" is that origin.
+std::string_view trim_configured_origin(std::string_view s) {
+  s = trim(s);
+  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
   return s;
 }
 
@@ -51,11 +62,41 @@ bool origin_ok(const std::vector<std::string>& allowed, std::string_view origin,
   origin = trim(origin);
   if (origin.empty()) return true;
   for (const auto& a : allowed) {
-    if (a == "*" || iequals(trim(a), origin)) return true;
+    if (a == "*" || iequals(trim_configured_origin(a), origin)) return true;
   }
   const auto scheme_end = origin.find("://");
   if (scheme_end == std::string_view::npos) return false;  // "null" (a file:// page, a sandbox)
+  const std::string_view scheme = origin.substr(0, scheme_end);
+  if (!iequals(scheme, "http") && !iequals(scheme, "https")) return false;  // a page of this server is http(s)
   return !host.empty() && iequals(origin.substr(scheme_end + 3), trim(host));
+}
+
+std::string_view host_name(std::string_view host) {
+  host = trim(host);
+  if (host.starts_with('[')) {
+    const auto end = host.find(']');
+    return end == std::string_view::npos ? host : host.substr(1, end - 1);
+  }
+  if (const auto colon = host.rfind(':'); colon != std::string_view::npos && host.find(':') == colon) {
+    host = host.substr(0, colon);  // one ':' is a port (an unbracketed IPv6 address has several)
+  }
+  if (host.ends_with('.')) host.remove_suffix(1);
+  return host;
+}
+
+bool host_ok(const std::vector<std::string>& allowed, std::string_view host, std::string_view listen_host) {
+  if (trim(host).empty()) return true;
+  const std::string name(host_name(host));
+  if (name.empty()) return false;
+  unsigned char address[16];
+  if (::inet_pton(AF_INET, name.c_str(), address) == 1 || ::inet_pton(AF_INET6, name.c_str(), address) == 1) {
+    return true;
+  }
+  if (iequals(name, "localhost")) return true;
+  if (name.size() > 10 && iequals(std::string_view(name).substr(name.size() - 10), ".localhost")) return true;
+  if (iequals(name, host_name(listen_host))) return true;
+  return std::any_of(allowed.begin(), allowed.end(),
+                     [&](const std::string& a) { return a == "*" || iequals(host_name(a), name); });
 }
 
 }  // namespace brisvox::server

@@ -19,6 +19,19 @@ bool token_ok(std::string_view configured, std::string_view authorization, std::
 //   the same host                    allowed: the origin's host[:port] equals the Host header (the
 //                                    demo page served by this server)
 //   anything else                    refused (403)
+//   the same host                    allowed only for the schemes http and https ("ftp://host:port"
+//                                    is refused)
 bool origin_ok(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host);
+
+// The Host header check against DNS rebinding (a page of evil.example whose name now resolves to
+// 127.0.0.1 sends "Host: evil.example:P"): true for an empty Host (HTTP/1.0 may omit it), an IP
+// literal (127.0.0.1, [::1], 10.0.0.7: a browser sends these only for pages of that address),
+// "localhost" and names under ".localhost", `listen_host` (--host), and names in `allowed`
+// (--allow-host; "*" allows any). Names are compared case-insensitively without the port.
+bool host_ok(const std::vector<std::string>& allowed, std::string_view host, std::string_view listen_host);
+
+// The name part of a Host header value: "[::1]:8700" -> "::1", "example.com:80" -> "example.com",
+// "localhost." -> "localhost".
+std::string_view host_name(std::string_view host);
 
 }  // namespace brisvox::server

@@ -126,6 +126,17 @@ TEST(AccessPolicy, Token) {
   EXPECT_FALSE(token_ok("t0k", "Bearer t0", ""));
   EXPECT_FALSE(token_ok("t0k", "Basic t0k", ""));
   EXPECT_FALSE(token_ok("t0k", "", "token=t0k&token=t0k"));  // malformed: no token
+  EXPECT_TRUE(token_ok("t0k", "  Bearer t0k \t", ""));         // optional whitespace only
+}
+
+// Issue 13, defect 7: trailing slashes were stripped from the Authorization header, so that
+// "Bearer s3cret///" passed for --token s3cret and a token ending in '/' could not be sent.
+TEST(AccessPolicy, TokenKeepsTrailingSlashes) {
+  EXPECT_FALSE(token_ok("s3cret", "Bearer s3cret///", ""));
+  EXPECT_FALSE(token_ok("s3cret", "Bearer s3cret/", ""));
+  EXPECT_TRUE(token_ok("s3cret/", "Bearer s3cret/", ""));
+  EXPECT_FALSE(token_ok("s3cret/", "Bearer s3cret", ""));
+  EXPECT_TRUE(token_ok("a/b/", "", "token=a%2Fb%2F"));
 }
 
 TEST(AccessPolicy, Origin) {
