@@ -26,6 +26,7 @@ enum class ErrorCode : std::uint8_t {
   kOverloaded,           // the engine is at capacity or a stream fell behind its budget
   kClosed,               // the object was used after it was closed
   kInternal,             // a bug in brisvox: please report it
+  kLimitExceeded,        // an input is larger or longer than a configured limit allows
 };
 
 // Stable snake_case name of a code ("bad_audio"), used in logs and protocol messages.

@@ -109,9 +109,14 @@ std::size_t sndfile_bytes_per_sample(int format) {
   }
 }
 
-[[noreturn]] void throw_open_failure(const std::string& path) {
+[[noreturn]] void throw_open_failure(const std::string& path, bool mp3 = false) {
   const int code = sf_error(nullptr);
-  const std::string reason = sf_strerror(nullptr);
+  std::string reason = sf_strerror(nullptr);
+  // libsndfile's MP3 reader (mpg123) reports data without a valid frame as "File does not exist
+  // or is not a regular file (possibly a pipe?)", which sends a user looking for a missing file.
+  if (mp3 && reason.find("does not exist") != std::string::npos) {
+    reason = "no valid MP3 frame could be decoded (the data after the MP3 frame sync is not MPEG audio)";
+  }
   switch (code) {
     case SF_ERR_UNRECOGNISED_FORMAT:
       throw Error(ErrorCode::kUnsupportedAudio,
@@ -150,8 +155,15 @@ void check_raw_rate(const std::string& path, int sample_rate_hz) {
 // Decodes an input libsndfile has opened (a file or memory) into mono samples, checking it is
 // complete and finite. `name` (the path) is for messages and Audio::source; `size_bytes` and
 // `wav` (scan_riff_wave of the same bytes) detect a truncated WAV.
+[[noreturn]] void throw_too_long(const std::string& name, double max_duration_s, double at_least_s) {
+  throw Error(ErrorCode::kLimitExceeded,
+              fmt::format("audio file '{}' is longer than the {} s allowed (it holds at least {:.1f} s)", name,
+                          max_duration_s, at_least_s));
+}
+
 Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& name,
-                    std::uint64_t size_bytes, const std::optional<audio::WavLayout>& wav) {
+                    std::uint64_t size_bytes, const std::optional<audio::WavLayout>& wav,
+                    double max_duration_s) {
   const int num_channels = info.channels;
   if (num_channels <= 0 || info.samplerate <= 0) {
     throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' declares {} channels at {} Hz",
@@ -186,6 +198,14 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
   audio.num_channels_in_source = num_channels;
   audio.source = name;
   const bool frames_known = info.frames > 0 && info.frames < SF_COUNT_MAX;
+  // Frames allowed (all when max_duration_s is 0); a declared length past it is refused before
+  // anything is decoded, an undeclared one when decoding passes it.
+  const double max_frames_d = max_duration_s > 0 ? max_duration_s * info.samplerate : 0.0;
+  const auto max_frames = max_duration_s > 0 && max_frames_d < 9e18 ? static_cast<std::uint64_t>(max_frames_d)
+                                                                      : std::numeric_limits<std::uint64_t>::max();
+  if (frames_known && static_cast<std::uint64_t>(info.frames) > max_frames) {
+    throw_too_long(name, max_duration_s, static_cast<double>(info.frames) / info.samplerate);
+  }
   if (frames_known) {
     // Capped: a corrupt header may claim far more than the file holds. Uncompressed frames
     // cannot outnumber the bytes, so a tiny file (a request body) never reserves 128 MiB.
@@ -228,6 +248,7 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
       }
       audio.samples.push_back(static_cast<float>(sum / num_channels));
     }
+    if (audio.samples.size() > max_frames) throw_too_long(name, max_duration_s, audio.duration_s());
     // Checked after using the frames that were read, so the message says how far decoding got
     // (a truncated FLAC reads short, then reports "lost sync").
     if (sf_error(sndfile) != SF_ERR_NO_ERROR) {
@@ -259,7 +280,7 @@ Audio decode_opened(SNDFILE* sndfile, const SF_INFO& info, const std::string& na
 // of audio/container_format.h reach libsndfile; a WAV as its canonical header plus its sample
 // bytes (audio/riff_wave.h says why), the others as they are.
 Audio decode_input(const audio::VirtualSndfile::ReadSome& read_some, std::uint64_t size_bytes,
-                   const std::string& name) {
+                   const std::string& name, double max_duration_s = 0) {
   if (size_bytes == 0) throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is empty (0 bytes)", name));
   const audio::ReadExactly read_exactly = [&read_some](std::uint64_t offset, void* buffer, std::size_t size) {
     return read_some(offset, buffer, size) == size;
@@ -286,8 +307,8 @@ Audio decode_input(const audio::VirtualSndfile::ReadSome& read_some, std::uint64
   audio::VirtualSndfile input(std::move(head), std::move(body), body_size);
   SF_INFO info{};
   std::unique_ptr<SNDFILE, SndfileCloser> sndfile(input.open(&info));
-  if (!sndfile) throw_open_failure(name);
-  return decode_opened(sndfile.get(), info, name, size_bytes, wav);
+  if (!sndfile) throw_open_failure(name, *container == audio::Container::kMp3);
+  return decode_opened(sndfile.get(), info, name, size_bytes, wav, max_duration_s);
 }
 
 audio::VirtualSndfile::ReadSome memory_reader(std::span<const std::byte> bytes) {
@@ -340,8 +361,8 @@ Audio read_audio_file(const std::string& path) {
   return decode_input(read_some, file.size_bytes, path);
 }
 
-Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name) {
-  return decode_input(memory_reader(bytes), bytes.size(), name);
+Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name, double max_duration_s) {
+  return decode_input(memory_reader(bytes), bytes.size(), name, max_duration_s);
 }
 
 Audio read_raw_audio(const std::string& path, SampleEncoding encoding, int sample_rate_hz) {

@@ -16,6 +16,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::kOverloaded: return "overloaded";
     case ErrorCode::kClosed: return "closed";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kLimitExceeded: return "limit_exceeded";
   }
   return "internal";
 }

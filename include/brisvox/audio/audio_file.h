@@ -38,7 +38,10 @@ Audio read_audio_file(const std::string& path);
 // Reads a file held in memory (an HTTP request body) exactly as read_audio_file reads one from
 // disk, with the same checks and errors (kIo aside). `name` stands for the path in messages and
 // in Audio::source. The bytes are only read during the call.
-Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name);
+// max_duration_s > 0: audio longer than this is refused with Error(kLimitExceeded) as soon as the
+// header declares it or the decoder reaches it (a few KB of FLAC can hold hours: the samples
+// decoded before the refusal are at most max_duration_s long).
+Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name, double max_duration_s = 0);
 
 // Reads headerless mono samples. sample_rate_hz must be in [1, 768000]. The byte count must be a
 // multiple of the sample size (else kBadAudio naming the offset of the incomplete sample).
