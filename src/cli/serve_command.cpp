@@ -90,6 +90,23 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--max-body-bytes", l.max_body_bytes, "Largest POST /v1/vad body; larger gets 413")
       ->capture_default_str();
+  app.add_option("--max-upload-seconds", l.max_upload_s,
+                 "Longest decoded audio of one POST /v1/vad or /v1/transcribe; longer gets 413 audio_too_long")
+      ->capture_default_str();
+  app.add_option("--max-uploads", l.max_uploads,
+                 "POST uploads in progress at once (reading, queued, running); more get 503 too_many_uploads")
+      ->capture_default_str();
+  app.add_option("--max-connections", l.max_connections,
+                 "HTTP connections open at once (upgraded streams count in --max-streams); more get 503")
+      ->capture_default_str();
+  app.add_option("--max-connections-per-client", l.max_connections_per_client,
+                 "HTTP connections open at once from one client address; more get 503")
+      ->capture_default_str();
+  app.add_option("--request-head-timeout-s", l.request_head_timeout_s,
+                 "A connection that sends no complete request head for this long gets 408 and is closed")
+      ->capture_default_str();
+  app.add_option("--http-timeout-s", l.http_timeout_s, "Time to send one whole HTTP request (head and body); 408 beyond")
+      ->capture_default_str();
   app.add_option("--max-rate", l.max_rate,
                  "Most audio a client may send, in x real time (after a 2 s burst); faster clients are paced")
       ->capture_default_str();
@@ -98,6 +115,9 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--token", c.token, "Require this bearer token on /v1/* (default: $BRISVOX_TOKEN; none if unset)");
   app.add_option("--allow-origin", c.allowed_origins,
                  "A browser origin allowed besides this server's own pages (repeatable; '*' for any)");
+  app.add_option("--allow-host", c.allowed_hosts,
+                 "A Host name this server answers to besides IP addresses, localhost and --host (repeatable; "
+                 "'*' for any): other names get 403, against DNS rebinding");
   app.add_option("--web-dir", c.web_dir, "Folder of the demo page (default: the source tree's web/)");
   app.add_option("--drain-timeout-s", l.drain_timeout_s,
                  "On SIGINT/SIGTERM, how long open streams get to deliver their final events")

@@ -10,6 +10,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "server/access_policy.h"
 #include "server/stream_admission.h"
 #include "server/vad_request.h"
 #include "server/ws_session.h"
@@ -24,7 +25,12 @@ namespace {
 
 constexpr std::size_t kHeaderLimit = 16 << 10;
 constexpr std::size_t kLingerBytes = std::size_t{256} << 20;
-constexpr auto kLingerTime = std::chrono::seconds(5);
+constexpr auto kLingerTime = std::chrono::milliseconds(5000);
+// A connection refused at once (too many connections) lingers only long enough for its answer.
+constexpr auto kRefusalLinger = std::chrono::milliseconds(1000);
+// Beast's own timer on the socket: a backstop behind the request deadline (it closes without
+// an answer).
+constexpr auto kBackstop = std::chrono::seconds(5);
 
 std::string peer_name(const net::ip::tcp::socket& socket) {
   beast::error_code ec;
@@ -32,13 +38,70 @@ std::string peer_name(const net::ip::tcp::socket& socket) {
   return ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
+bool iequals_prefix(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && beast::iequals(beast::string_view(s.data(), prefix.size()),
+                                                      beast::string_view(prefix.data(), prefix.size()));
+}
+
+// An absolute-form target ("GET http://host:port/healthz", RFC 9112 3.2.2): the path and query
+// become the target and the authority replaces Host, as the RFC asks of a server.
+void normalise_absolute_form(Request& req) {
+  const std::string_view target = to_sv(req.target());
+  std::size_t skip = 0;
+  if (iequals_prefix(target, "http://")) {
+    skip = 7;
+  } else if (iequals_prefix(target, "https://")) {
+    skip = 8;
+  } else {
+    return;
+  }
+  const std::string_view rest = target.substr(skip);
+  const auto path_start = rest.find_first_of("/?");
+  const std::string authority(rest.substr(0, path_start));
+  std::string path = path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
+  if (path.front() == '?') path.insert(0, "/");
+  req.target(path);
+  req.set(http::field::host, authority);
+}
+
+bool is_parse_error(beast::error_code ec) {
+  static const auto& http_category = beast::http::make_error_code(http::error::bad_method).category();
+  return ec.category() == http_category && ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
 }  // namespace
 
-HttpSession::HttpSession(net::ip::tcp::socket&& socket, ServerContext& ctx)
-    : stream_(std::move(socket)), ctx_(ctx), peer_(peer_name(stream_.socket())) {}
+HttpSession::HttpSession(net::ip::tcp::socket&& socket, ServerContext& ctx, ConnectionLimiter::Slot slot)
+    : stream_(std::move(socket)),
+      buffer_(ctx.config.limits.max_request_buffer_bytes),
+      ctx_(ctx),
+      peer_(peer_name(stream_.socket())),
+      slot_(std::move(slot)),
+      deadline_(stream_.get_executor()) {}
 
 void HttpSession::run() {
+  if (slot_.refused() != ConnectionLimiter::Refusal::kNone) {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&HttpSession::refuse_connection, shared_from_this()));
+    return;
+  }
   net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::read_request, shared_from_this()));
+}
+
+void HttpSession::refuse_connection() {
+  const auto& l = ctx_.config.limits;
+  const bool total = slot_.refused() == ConnectionLimiter::Refusal::kTotal;
+  ctx_.metrics.count_error("too_many_connections");
+  Request dummy;
+  auto res = error_response(
+      dummy, http::status::service_unavailable, "too_many_connections",
+      total ? fmt::format("the server has {} HTTP connections open, its limit (--max-connections); try again later",
+                          ctx_.connections.max_total())
+            : fmt::format("this client address has {} HTTP connections open, the limit per client "
+                          "(--max-connections-per-client); close some or try again later",
+                          l.max_connections_per_client));
+  res.set(http::field::retry_after, "1");
+  send(std::move(res), true);
 }
 
 void HttpSession::read_request() {
@@ -49,35 +112,42 @@ void HttpSession::read_request() {
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(ctx_.config.limits.max_body_bytes);
-  stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s));
+  timed_out_ = false;
+  head_request_ = false;
+  ++request_number_;
+  arm_deadline(std::chrono::seconds(ctx_.config.limits.request_head_timeout_s));
+  stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s) + kBackstop);
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
 }
 
+void HttpSession::arm_deadline(std::chrono::seconds after) {
+  deadline_.expires_after(after);
+  deadline_.async_wait([self = shared_from_this(), n = request_number_](beast::error_code ec) {
+    if (ec || n != self->request_number_ || self->timed_out_) return;
+    // Cancels the pending read, whose handler answers 408 (beast's own timeout would close the
+    // socket before an answer could be written).
+    self->timed_out_ = true;
+    beast::error_code ignored;
+    self->stream_.socket().cancel(ignored);
+  });
+}
+
 void HttpSession::on_header(beast::error_code ec) {
-  if (ec == http::error::body_limit) {
-    // Beast compares Content-Length with the body limit as soon as the header is parsed.
-    ctx_.metrics.http_requests.fetch_add(1, std::memory_order_relaxed);
-    refuse_body(parser_->get());
-    return;
-  }
   if (ec) {
-    if (ec == http::error::header_limit) {
-      Request dummy;
-      send(error_response(dummy, http::status::request_header_fields_too_large, "bad_request",
-                          "request headers are larger than 16 KiB"),
-           true);
-      return;
-    }
-    close();  // end of stream, timeout, garbage: nothing to answer
+    if (ec == http::error::body_limit) ctx_.metrics.http_requests.fetch_add(1, std::memory_order_relaxed);
+    on_read_error(ec);
     return;
   }
   ctx_.metrics.http_requests.fetch_add(1, std::memory_order_relaxed);
+  if (!check_head()) return;
   const auto& req = parser_->get();
   if (const auto length = parser_->content_length(); length && *length > ctx_.config.limits.max_body_bytes) {
     refuse_body(req);
     return;
   }
+  // The body has http_timeout_s from the end of the head.
+  arm_deadline(std::chrono::seconds(ctx_.config.limits.http_timeout_s));
   if (beast::iequals(req[http::field::expect], "100-continue")) {
     continue_ = http::response<http::empty_body>{http::status::continue_, req.version()};
     http::async_write(stream_, continue_, [self = shared_from_this()](beast::error_code wec, std::size_t) {
@@ -89,21 +159,116 @@ void HttpSession::on_header(beast::error_code ec) {
   read_body();
 }
 
+bool HttpSession::check_head() {
+  auto& req = parser_->get();
+  head_request_ = req.method() == http::verb::head;
+  auto refuse = [&](http::status status, std::string_view code, std::string message) {
+    ctx_.metrics.count_error(code);
+    send_and_close(error_response(req, status, code, message));
+    return false;
+  };
+  // RFC 9112 3.2: an HTTP/1.1 request has exactly one Host; an HTTP/1.0 one at most one.
+  const std::size_t hosts = req.count(http::field::host);
+  if ((req.version() >= 11 && hosts != 1) || hosts > 1) {
+    return refuse(http::status::bad_request, "bad_request",
+                  fmt::format("an HTTP/{}.{} request needs {} Host header, this one has {}", req.version() / 10,
+                              req.version() % 10, req.version() >= 11 ? "exactly one" : "at most one", hosts));
+  }
+  // RFC 9112 6.3: a request whose Transfer-Encoding does not end with chunked has no knowable length.
+  if (req.count(http::field::transfer_encoding) > 0 && !parser_->chunked()) {
+    return refuse(http::status::bad_request, "bad_request",
+                  fmt::format("Transfer-Encoding '{}' does not end with chunked", to_sv(req[http::field::transfer_encoding])));
+  }
+  normalise_absolute_form(req);
+  if (!host_ok(ctx_.config.allowed_hosts, to_sv(req[http::field::host]), ctx_.config.host)) {
+    return refuse(http::status::forbidden, "forbidden_host",
+                  fmt::format("Host '{}' is not a name of this server (a DNS rebinding guard): connect by IP address "
+                              "or localhost, or start the server with --allow-host {}",
+                              to_sv(req[http::field::host]), host_name(to_sv(req[http::field::host]))));
+  }
+  const Route route = route_for(req);
+  if (route == Route::kVad || route == Route::kTranscribe) {
+    // Before the body is read: a client without the token, or one over the upload limit, does not
+    // get its 64 MiB buffered.
+    if (auto refusal = check_access(ctx_, req)) {
+      send_and_close(std::move(*refusal));
+      return false;
+    }
+    upload_ = ctx_.uploads.try_acquire();
+    if (!upload_) {
+      ctx_.metrics.count_error("too_many_uploads");
+      auto res = error_response(req, http::status::service_unavailable, "too_many_uploads",
+                                fmt::format("{} uploads are in progress, this server's limit (--max-uploads); "
+                                            "retry after a moment",
+                                            ctx_.uploads.max()));
+      res.set(http::field::retry_after, "1");
+      send_and_close(std::move(res));
+      return false;
+    }
+  }
+  return true;
+}
+
 void HttpSession::read_body() {
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
 }
 
 void HttpSession::on_body(beast::error_code ec) {
+  if (ec) {
+    on_read_error(ec);
+    return;
+  }
+  deadline_.cancel();
+  ++request_number_;  // a deadline already due does nothing
+  handle(parser_->release());
+}
+
+void HttpSession::on_read_error(beast::error_code ec) {
+  const auto& l = ctx_.config.limits;
+  Request dummy;
+  dummy.keep_alive(false);
+  if (timed_out_) {
+    ctx_.metrics.count_error("request_timeout");
+    const bool head = !parser_->is_header_done();
+    send_and_close(error_response(
+        dummy, http::status::request_timeout, "request_timeout",
+        head ? fmt::format("no complete request head within {} s (--request-head-timeout-s)", l.request_head_timeout_s)
+             : fmt::format("the request body did not arrive within {} s (--http-timeout-s)", l.http_timeout_s)));
+    return;
+  }
   if (ec == http::error::body_limit) {
     refuse_body(parser_->get());
     return;
   }
-  if (ec) {
-    close();
+  if (ec == http::error::header_limit) {
+    ctx_.metrics.count_error("bad_request");
+    send_and_close(error_response(dummy, http::status::request_header_fields_too_large, "bad_request",
+                                  "request headers are larger than 16 KiB"));
     return;
   }
-  handle(parser_->release());
+  if (ec == http::error::buffer_overflow) {
+    // A chunk-size line (its chunk extensions) or a trailer that does not end: Beast 1.74 would
+    // buffer it byte for byte; the buffer's cap stops it.
+    ctx_.metrics.count_error("bad_request");
+    send_and_close(error_response(
+        dummy, http::status::bad_request, "bad_request",
+        fmt::format("a chunk-size line (with its chunk extensions) or a trailer is longer than {} bytes",
+                    l.max_request_buffer_bytes)));
+    return;
+  }
+  if (is_parse_error(ec)) {
+    ctx_.metrics.count_error("bad_request");
+    send_and_close(
+        error_response(dummy, http::status::bad_request, "bad_request", fmt::format("malformed HTTP request: {}", ec.message())));
+    return;
+  }
+  close();  // end of stream, reset, the backstop timeout: nothing to answer
+}
+
+void HttpSession::send_and_close(Response response) {
+  response.keep_alive(false);
+  send(std::move(response), true);
 }
 
 void HttpSession::refuse_body(const Request& request) {
@@ -121,10 +286,7 @@ void HttpSession::handle(Request request) {
     return;
   }
   if (route == Route::kVad || route == Route::kTranscribe) {
-    if (auto refusal = check_access(ctx_, request)) {
-      send(std::move(*refusal));
-      return;
-    }
+    // Token and Origin were checked with the head (check_head), and the upload holds its slot.
     start_audio_job(std::move(request), route == Route::kVad ? AudioEndpoint::kVad : AudioEndpoint::kTranscribe);
     return;
   }
@@ -141,8 +303,9 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
   ctx_.jobs_in_flight.fetch_add(1);
   auto req = std::make_shared<Request>(std::move(request));
   net::post(ctx_.jobs, [self = shared_from_this(), req, endpoint] {
-    HttpAnswer answer = run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(),
-                                          target_query(to_sv(req->target())), endpoint, self->ctx_.aborting);
+    HttpAnswer answer =
+        run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(), target_query(to_sv(req->target())),
+                          endpoint, self->ctx_.aborting, self->ctx_.config.limits.max_upload_s);
     if (!answer.error_code.empty()) self->ctx_.metrics.count_error(answer.error_code);
     auto res = std::make_shared<Response>(static_cast<http::status>(answer.status), req->version());
     res->set(http::field::server, "brisvox/" BRISVOX_VERSION);
@@ -166,12 +329,20 @@ void HttpSession::upgrade(Request request) {
   }
   auto session = std::make_shared<WsSession>(std::move(stream_), ctx_, std::move(a.request), std::move(a.stream),
                                              std::move(a.wakeup), peer_);
+  slot_.release();  // a stream counts in limits.max_streams from here
   session->start(std::move(request));
 }
 
 void HttpSession::send(Response response, bool close_after) {
   const bool close = close_after || response.need_eof();
   if (close) response.keep_alive(false);
+  if (head_request_ && !response.body().empty()) {
+    // HEAD: the headers of the GET answer (its Content-Length) without the body, so that a
+    // kept-alive connection's next answer is not read as this one's body.
+    const auto size = response.body().size();
+    response.body().clear();
+    response.content_length(size);
+  }
   response_ = std::make_shared<Response>(std::move(response));
   stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s));
   http::async_write(stream_, *response_, [self = shared_from_this(), close](beast::error_code ec, std::size_t) {
@@ -181,33 +352,41 @@ void HttpSession::send(Response response, bool close_after) {
 
 void HttpSession::on_sent(bool close_after, beast::error_code ec) {
   response_.reset();
+  upload_.reset();  // the upload's answer is out: its slot is free
   if (ec) {
     close();
   } else if (close_after) {
-    linger();
+    deadline_.cancel();
+    ++request_number_;
+    linger(slot_.refused() != ConnectionLimiter::Refusal::kNone ? kRefusalLinger : kLingerTime);
   } else {
     read_request();
   }
 }
 
-void HttpSession::linger() {
+void HttpSession::linger(std::chrono::milliseconds time) {
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   if (discard_.empty()) {
     discard_.resize(64 << 10);
-    stream_.expires_after(kLingerTime);
+    stream_.expires_after(time);
   }
-  stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-    self->discarded_ += n;
-    if (ec || self->discarded_ > kLingerBytes) {
-      self->close();
-      return;
-    }
-    self->linger();
-  });
+  stream_.async_read_some(net::buffer(discard_),
+                          [self = shared_from_this(), time](beast::error_code ec, std::size_t n) {
+                            self->discarded_ += n;
+                            if (ec || self->discarded_ > kLingerBytes) {
+                              self->close();
+                              return;
+                            }
+                            self->linger(time);
+                          });
 }
 
 void HttpSession::close() {
+  deadline_.cancel();
+  ++request_number_;
+  upload_.reset();
+  slot_.release();
   beast::error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
   stream_.close();

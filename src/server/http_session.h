@@ -7,10 +7,12 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "server/connection_limits.h"
 #include "server/query_params.h"
 #include "server/router.h"
 #include "server/server_context.h"
@@ -19,12 +21,24 @@ namespace brisvox::server {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(boost::asio::ip::tcp::socket&& socket, ServerContext& ctx);
+  // `slot`: this connection's place under limits.max_connections; a refused slot makes run()
+  // answer 503 "too_many_connections" and close.
+  HttpSession(boost::asio::ip::tcp::socket&& socket, ServerContext& ctx, ConnectionLimiter::Slot slot);
   void run();
 
  private:
+  void refuse_connection();
   void read_request();
+  // The request's deadline: the head within limits.request_head_timeout_s, the whole request
+  // within limits.http_timeout_s; past it the read is cancelled and answered 408.
+  void arm_deadline(std::chrono::seconds after);
   void on_header(boost::beast::error_code ec);
+  // A read that failed: 400/408/413/431 with close where there is something to answer.
+  void on_read_error(boost::beast::error_code ec);
+  // Checks of the request head before its body is read: Host, absolute-form target, the access
+  // and upload limits of the audio routes. False: a refusal was sent.
+  bool check_head();
+  void send_and_close(Response response);
   void read_body();
   void on_body(boost::beast::error_code ec);
   void handle(Request request);
@@ -36,13 +50,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_sent(bool close, boost::beast::error_code ec);
   // After refusing a body: stop sending, read and discard what the client still sends (for a
   // while), so that it sees the answer instead of a connection reset.
-  void linger();
+  void linger(std::chrono::milliseconds time);
   void close();
 
   boost::beast::tcp_stream stream_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;  // at most limits.max_request_buffer_bytes
   ServerContext& ctx_;
   std::string peer_;
+  ConnectionLimiter::Slot slot_;
+  boost::asio::steady_timer deadline_;
+  std::uint64_t request_number_ = 0;  // a deadline fires only for its own request
+  bool timed_out_ = false;
+  bool head_request_ = false;          // HEAD: the answer's body is not sent
+  std::shared_ptr<void> upload_;       // a unit of ctx.uploads, held until the answer is sent
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<Response> response_;  // kept alive while it is written
   boost::beast::http::response<boost::beast::http::empty_body> continue_;

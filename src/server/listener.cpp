@@ -67,7 +67,11 @@ void Listener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   if (!ec) {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);  // events are small and must not wait
-    std::make_shared<HttpSession>(std::move(socket), ctx_)->run();
+    // Refused (too many connections in all or from this address): the session answers 503 and
+    // closes, holding no slot.
+    const auto ep = socket.remote_endpoint(ignored);
+    auto slot = ctx_.connections.acquire(ignored ? std::string("?") : ep.address().to_string());
+    std::make_shared<HttpSession>(std::move(socket), ctx_, std::move(slot))->run();
     accept();
     return;
   }

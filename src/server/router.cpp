@@ -65,8 +65,12 @@ Route route_for(const Request& request) {
   const std::string_view path = target_path(to_sv(request.target()));
   const http::verb method = request.method();
   auto only = [&](http::verb allowed, Route route) { return method == allowed ? route : Route::kMethodNotAllowed; };
-  if (path == "/healthz") return only(http::verb::get, Route::kHealth);
-  if (path == "/metrics") return only(http::verb::get, Route::kMetrics);
+  // HEAD is GET without the body (the session leaves the body out).
+  auto get_or_head = [&](Route route) {
+    return method == http::verb::get || method == http::verb::head ? route : Route::kMethodNotAllowed;
+  };
+  if (path == "/healthz") return get_or_head(Route::kHealth);
+  if (path == "/metrics") return get_or_head(Route::kMetrics);
   if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {

@@ -1,6 +1,9 @@
 #include "server/server.h"
 
 #include <boost/asio/post.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <csignal>
 #include <thread>
 #include <vector>
@@ -25,10 +28,36 @@ EngineConfig engine_config_for(const ServerConfig& config) {
   return ec;
 }
 
+// Descriptors kept free besides connections and streams: the listener, epoll, the log, model files,
+// ONNX Runtime's threads' and the accept of a connection that is then refused.
+constexpr long long kReservedFds = 64;
+
+// Raises the soft open-file limit to the hard one (1024 soft is common, and 1100 idle connections
+// then lock out every new client), then lowers limits.max_connections so that the connections, the
+// streams and a reserve fit under it: past the cap a client gets a 503, never an accept failure.
+ServerConfig fit_open_file_limit(ServerConfig config) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return config;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  if (lim.rlim_cur == RLIM_INFINITY) return config;
+  const long long room = static_cast<long long>(lim.rlim_cur) - kReservedFds - config.limits.max_streams;
+  const int fit = static_cast<int>(std::clamp<long long>(room, 16, 1000000));
+  if (config.limits.max_connections > fit) {
+    log_server("open-file limit {}: --max-connections lowered from {} to {} (room for --max-streams {})",
+               static_cast<long long>(lim.rlim_cur), config.limits.max_connections, fit, config.limits.max_streams);
+    config.limits.max_connections = fit;
+  }
+  return config;
+}
+
 }  // namespace
 
 Server::Server(const ServerConfig& config)
-    : config_((config.validate(), config)),
+    : config_((config.validate(), fit_open_file_limit(config))),
       engine_(std::make_unique<Engine>(engine_config_for(config_))),
       jobs_(static_cast<std::size_t>(config_.job_threads)),
       ctx_(std::make_unique<ServerContext>(config_, *engine_, jobs_)),

@@ -34,6 +34,16 @@ void ServerConfig::validate() const {
   require(l.max_control_bytes >= 64, fmt::format("max_control_bytes must be at least 64, got {}", l.max_control_bytes));
   require(l.max_body_bytes >= 1024 && l.max_body_bytes <= (std::size_t{16} << 30),
           fmt::format("--max-body-bytes must be 1024 to 17179869184, got {}", l.max_body_bytes));
+  require(std::isfinite(l.max_upload_s) && l.max_upload_s >= 1 && l.max_upload_s <= 30 * 86400.0,
+          fmt::format("--max-upload-seconds must be 1 to 2592000, got {}", l.max_upload_s));
+  require(l.max_uploads >= 1 && l.max_uploads <= 4096,
+          fmt::format("--max-uploads must be 1 to 4096, got {}", l.max_uploads));
+  require(l.max_connections >= 1 && l.max_connections <= 1000000,
+          fmt::format("--max-connections must be 1 to 1000000, got {}", l.max_connections));
+  require(l.max_connections_per_client >= 1 && l.max_connections_per_client <= 1000000,
+          fmt::format("--max-connections-per-client must be 1 to 1000000, got {}", l.max_connections_per_client));
+  require(l.max_request_buffer_bytes >= (32 << 10),
+          fmt::format("max_request_buffer_bytes must be at least 32768, got {}", l.max_request_buffer_bytes));
   require(std::isfinite(l.max_rate) && l.max_rate >= 1.0 && l.max_rate <= 10000.0,
           fmt::format("--max-rate must be 1 to 10000 (times real time), got {}", l.max_rate));
   require(std::isfinite(l.burst_s) && l.burst_s >= 0.1 && l.burst_s <= 600,
@@ -53,11 +63,20 @@ void ServerConfig::validate() const {
   require(l.drain_timeout_s >= 0 && l.drain_timeout_s <= 3600,
           fmt::format("--drain-timeout-s must be 0 to 3600, got {}", l.drain_timeout_s));
   require(l.close_timeout_ms >= 10, fmt::format("close_timeout_ms must be at least 10, got {}", l.close_timeout_ms));
-  require(l.http_timeout_s >= 1, fmt::format("http_timeout_s must be at least 1, got {}", l.http_timeout_s));
+  require(l.http_timeout_s >= 1 && l.http_timeout_s <= 3600,
+          fmt::format("--http-timeout-s must be 1 to 3600, got {}", l.http_timeout_s));
+  require(l.request_head_timeout_s >= 1 && l.request_head_timeout_s <= 3600,
+          fmt::format("--request-head-timeout-s must be 1 to 3600, got {}", l.request_head_timeout_s));
   require(l.engine_buffer_ms >= 64 && l.engine_buffer_ms <= 60000,
           fmt::format("engine_buffer_ms must be 64 to 60000, got {}", l.engine_buffer_ms));
   for (const auto& origin : allowed_origins) {
     require(!origin.empty(), "--allow-origin must not be empty (use '*' to allow any origin)");
+  }
+  for (const auto& h : allowed_hosts) {
+    require(!h.empty() && h.find_first_of(" \t/") == std::string::npos,
+            fmt::format("--allow-host takes a host name without scheme or path ('app.example.com', or '*' for "
+                        "any), got '{}'",
+                        h));
   }
   engine.validate();
 }

@@ -17,6 +17,24 @@ struct ServerLimits {
   std::size_t max_message_bytes = 1 << 20;             // one WebSocket message (audio or control); 1009 beyond
   std::size_t max_control_bytes = 64 << 10;            // one text (control) message, at most max_message_bytes
   std::size_t max_body_bytes = std::size_t{64} << 20;  // POST /v1/vad body; 413 beyond
+  // Decoded duration of one POST /v1/vad or /v1/transcribe body: a few KB of FLAC can hold hours
+  // (a decompression bomb). 413 "audio_too_long" beyond, as soon as the header or the decoder
+  // shows it. The decoded samples of one upload take at most max_upload_s * rate * 4 bytes.
+  double max_upload_s = 3600;
+  // POST uploads admitted at once (from their request head until their answer is sent: reading the
+  // body, queued for a job thread, decoding, running). Beyond: 503 "too_many_uploads" with
+  // Retry-After, before the body is read. Bounds their memory to about max_uploads *
+  // (max_body_bytes + the decoded audio).
+  int max_uploads = 4;
+  // HTTP connections open at once (WebSocket streams, once upgraded, count in max_streams instead),
+  // in all and from one client address. Beyond: 503 "too_many_connections", then close. The total
+  // is lowered at start to fit the open-file limit (raised to its hard limit) with max_streams.
+  int max_connections = 1024;
+  int max_connections_per_client = 256;
+  // Bytes of one request held before the parser can use them: the header (16 KiB at most), a
+  // chunk-size line with its extensions, a trailer. Beast 1.74 bounds none of the last two, so the
+  // session's buffer is capped: beyond, 400 and close.
+  std::size_t max_request_buffer_bytes = 64 << 10;
   // A client may not send audio faster than max_rate x real time, measured with a token bucket
   // that holds burst_s of audio: any window of T seconds may carry max_rate * T + burst_s seconds
   // of audio. A faster client is paced (the server stops reading its socket), not cut off.
@@ -40,7 +58,10 @@ struct ServerLimits {
   int ws_send_buffer_bytes = 64 << 10;
   int drain_timeout_s = 5;      // SIGINT/SIGTERM: time open streams get to finish
   int close_timeout_ms = 3000;  // a close handshake the peer does not answer: drop the socket
-  int http_timeout_s = 30;      // reading one HTTP request
+  // A connection that has not sent a complete request head this long after it opened (or after its
+  // previous answer) gets 408 and is closed: idle and slow-drip connections do not hold a slot.
+  int request_head_timeout_s = 10;
+  int http_timeout_s = 30;  // reading one whole HTTP request (head and body); 408 beyond
   // StreamConfig::buffer_ms of the engine streams. Small on purpose: audio pushed ahead of the
   // workers waits in the engine and counts as queue delay (which drives admission control), while
   // audio held by the session does not.
@@ -58,6 +79,10 @@ struct ServerConfig {
   // equals the Host header): "https://app.example.com", or "*" for any. Requests without an
   // Origin header (non-browser clients) are always allowed.
   std::vector<std::string> allowed_origins;
+  // Host header names (without the port) this server answers to, against DNS rebinding: besides
+  // these, IP literals, "localhost" and "*.localhost", and --host itself are always accepted; "*"
+  // accepts any. Another Host gets 403 "forbidden_host".
+  std::vector<std::string> allowed_hosts;
   std::string web_dir;  // the demo page's folder; empty: the source tree's web/ (compiled in)
   ServerLimits limits;
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "brisvox/engine/engine.h"
+#include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/post_gate.h"
 #include "server/server_config.h"
@@ -18,13 +19,19 @@ namespace brisvox::server {
 
 struct ServerContext {
   ServerContext(const ServerConfig& server_config, Engine& server_engine, boost::asio::thread_pool& job_pool)
-      : config(server_config), engine(server_engine), jobs(job_pool) {}
+      : config(server_config),
+        engine(server_engine),
+        jobs(job_pool),
+        connections(server_config.limits.max_connections, server_config.limits.max_connections_per_client),
+        uploads(server_config.limits.max_uploads) {}
 
   const ServerConfig& config;
   Engine& engine;
   boost::asio::thread_pool& jobs;  // POST /v1/vad: decoding and feeding (waits, never infers)
   ServerMetrics metrics;
   SessionRegistry sessions;
+  ConnectionLimiter connections;  // HTTP connections (limits.max_connections, _per_client)
+  UploadLimiter uploads;          // POST uploads in progress (limits.max_uploads)
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
   std::atomic<std::uint64_t> next_session_id{1};
   std::atomic<int> streams_open{0};  // WebSocket sessions admitted (limits.max_streams)

@@ -32,6 +32,8 @@ int http_status_for(ErrorCode code) {
       return 400;
     case ErrorCode::kUnsupportedAudio:
       return 415;
+    case ErrorCode::kLimitExceeded:
+      return 413;
     case ErrorCode::kOverloaded:
     case ErrorCode::kClosed:
     case ErrorCode::kInferenceTimeout:  // the machine is too slow right now: the client may retry
@@ -41,8 +43,19 @@ int http_status_for(ErrorCode code) {
   }
 }
 
+std::string_view http_code_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "bad_request";
+    case ErrorCode::kLimitExceeded:
+      return "audio_too_long";
+    default:
+      return to_string(code);
+  }
+}
+
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
-                             AudioEndpoint endpoint, const std::atomic<bool>& abort) {
+                             AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s) {
   AudioRequest request;
   try {
     request = parse_audio_request(query, endpoint);
@@ -53,13 +66,21 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
     if (body.empty()) throw Error(ErrorCode::kBadAudio, "the request body is empty: send the audio file as the body");
     Audio audio;
     if (request.encoding_given) {
+      // Headerless: the duration is known from the size before anything is decoded.
+      const double duration_s = static_cast<double>(body.size() / bytes_per_sample(request.encoding)) /
+                                request.stream.sample_rate_hz;
+      if (max_duration_s > 0 && duration_s > max_duration_s) {
+        throw Error(ErrorCode::kLimitExceeded,
+                    fmt::format("audio file '{}' is longer than the {} s allowed (it holds {:.1f} s)", request.name,
+                                max_duration_s, duration_s));
+      }
       audio.samples = decode_pcm(std::as_bytes(std::span(body.data(), body.size())), request.encoding);
       audio.sample_rate_hz = request.stream.sample_rate_hz;
       audio.num_channels_in_source = 1;
       if (audio.samples.empty()) throw Error(ErrorCode::kBadAudio, "the request body holds no complete sample");
     } else {
       // Decoded where it lies: the messages name the request (?name=), not a temporary file.
-      audio = read_audio_memory(std::as_bytes(std::span(body.data(), body.size())), request.name);
+      audio = read_audio_memory(std::as_bytes(std::span(body.data(), body.size())), request.name, max_duration_s);
     }
     metrics.audio_samples_received.fetch_add(audio.samples.size(), std::memory_order_relaxed);
     const std::size_t num_samples = audio.samples.size();
@@ -87,7 +108,13 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
     a.body += "\n";
     return a;
   } catch (const Error& e) {
-    return error_answer(http_status_for(e.code()), to_string(e.code()), e.what());
+    if (e.code() == ErrorCode::kLimitExceeded) {
+      return error_answer(413, http_code_for(e.code()),
+                          fmt::format("{}: this server's limit is --max-upload-seconds {}; split the file or "
+                                      "stream it on /v1/stream",
+                                      e.what(), max_duration_s));
+    }
+    return error_answer(http_status_for(e.code()), http_code_for(e.code()), e.what());
   } catch (const std::exception& e) {
     return error_answer(500, "internal", e.what());
   }

@@ -29,10 +29,15 @@ struct HttpAnswer {
 // `brisvox transcribe --format json`. `abort` set: give up (the server is stopping) with 503. The
 // decoded audio is counted in `metrics` (received, and rejected for what a failed request did not
 // feed).
+// max_duration_s: the longest decoded audio accepted (limits.max_upload_s); longer is 413
+// "audio_too_long", refused as soon as the header or the decoder shows it.
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
-                             AudioEndpoint endpoint, const std::atomic<bool>& abort);
+                             AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s);
 
 // The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).
 int http_status_for(ErrorCode code);
+// The documented error code of an HTTP answer for a brisvox error code (docs/PROTOCOL.md):
+// kInvalidArgument is "bad_request", kLimitExceeded "audio_too_long", the others their name.
+std::string_view http_code_for(ErrorCode code);
 
 }  // namespace brisvox::server

@@ -11,6 +11,7 @@
 
 #include "brisvox/error.h"
 #include "server/access_policy.h"
+#include "server/connection_limits.h"
 #include "server/control_message.h"
 #include "server/messages.h"
 #include "server/metrics.h"
@@ -150,6 +151,76 @@ TEST(AccessPolicy, Origin) {
   EXPECT_TRUE(origin_ok({"https://app.example.com"}, "http://x:1", "x:1"));  // same host still
   EXPECT_FALSE(origin_ok({"https://app.example.com"}, "https://other.example.com", "x:1"));
   EXPECT_TRUE(origin_ok({"*"}, "https://anything.example", "x:1"));
+  EXPECT_TRUE(origin_ok({"https://app.example.com/"}, "https://app.example.com", "x:1"));  // as typed
+}
+
+// Issue 13, defect 6: the same-host rule ignored the scheme ("ftp://127.0.0.1:P" passed).
+TEST(AccessPolicy, OriginSchemeMustBeHttp) {
+  EXPECT_FALSE(origin_ok({}, "ftp://127.0.0.1:8700", "127.0.0.1:8700"));
+  EXPECT_FALSE(origin_ok({}, "file://127.0.0.1:8700", "127.0.0.1:8700"));
+  EXPECT_TRUE(origin_ok({}, "HTTPS://127.0.0.1:8700", "127.0.0.1:8700"));
+}
+
+// Issue 13, defect 6: DNS rebinding. Host names are checked against IP literals, localhost, --host
+// and --allow-host.
+TEST(AccessPolicy, HostAllowList) {
+  EXPECT_EQ(host_name("[::1]:8700"), "::1");
+  EXPECT_EQ(host_name("Example.com:80"), "Example.com");
+  EXPECT_EQ(host_name("localhost."), "localhost");
+  EXPECT_EQ(host_name("::1"), "::1");
+  EXPECT_TRUE(host_ok({}, "", "127.0.0.1"));  // HTTP/1.0 without Host
+  EXPECT_TRUE(host_ok({}, "127.0.0.1:8700", "127.0.0.1"));
+  EXPECT_TRUE(host_ok({}, "10.1.2.3", "0.0.0.0"));
+  EXPECT_TRUE(host_ok({}, "[::1]:8700", "127.0.0.1"));
+  EXPECT_TRUE(host_ok({}, "LocalHost:8700", "127.0.0.1"));
+  EXPECT_TRUE(host_ok({}, "app.localhost:8700", "127.0.0.1"));
+  EXPECT_TRUE(host_ok({}, "box.lan:8700", "box.lan"));  // --host box.lan
+  EXPECT_FALSE(host_ok({}, "evil.example:8700", "127.0.0.1"));
+  EXPECT_FALSE(host_ok({}, "127.0.0.1.evil.example", "127.0.0.1"));
+  EXPECT_FALSE(host_ok({}, "localhost.evil.example", "127.0.0.1"));
+  EXPECT_FALSE(host_ok({}, "0x7f.1", "127.0.0.1"));  // not a dotted quad: a name
+  EXPECT_TRUE(host_ok({"app.example.com"}, "APP.example.com:443", "127.0.0.1"));
+  EXPECT_FALSE(host_ok({"app.example.com"}, "other.example.com", "127.0.0.1"));
+  EXPECT_TRUE(host_ok({"*"}, "anything.example", "127.0.0.1"));
+}
+
+// Issue 13, defect 4: connections in all and per client address, slots given back.
+TEST(ConnectionLimits, TotalAndPerClient) {
+  ConnectionLimiter limiter(3, 2);
+  auto a1 = limiter.acquire("a");
+  auto a2 = limiter.acquire("a");
+  auto a3 = limiter.acquire("a");
+  EXPECT_TRUE(a1.held() && a2.held());
+  EXPECT_EQ(a3.refused(), ConnectionLimiter::Refusal::kPerClient);
+  EXPECT_FALSE(a3.held());
+  auto b1 = limiter.acquire("b");
+  auto b2 = limiter.acquire("b");
+  EXPECT_TRUE(b1.held());
+  EXPECT_EQ(b2.refused(), ConnectionLimiter::Refusal::kTotal);
+  EXPECT_EQ(limiter.open(), 3);
+  a1.release();
+  a1.release();  // once only
+  EXPECT_EQ(limiter.open(), 2);
+  EXPECT_EQ(limiter.open_from("a"), 1);
+  {
+    auto moved = std::move(a2);
+    EXPECT_FALSE(a2.held());
+  }
+  EXPECT_EQ(limiter.open_from("a"), 0);
+  EXPECT_EQ(limiter.open(), 1);
+}
+
+// Issue 13, defect 5: uploads in progress.
+TEST(ConnectionLimits, Uploads) {
+  UploadLimiter uploads(2);
+  auto u1 = uploads.try_acquire();
+  auto u2 = uploads.try_acquire();
+  EXPECT_TRUE(u1 && u2);
+  EXPECT_FALSE(uploads.try_acquire());
+  u1.reset();
+  EXPECT_EQ(uploads.in_progress(), 1);
+  EXPECT_TRUE(uploads.try_acquire());
+  EXPECT_EQ(uploads.in_progress(), 1);  // the temporary went at once
 }
 
 TEST(SendQueue, DropsVadFirstAndOverflowsOnlyForRequired) {
