@@ -1,5 +1,6 @@
 #include "runtime/ort_env.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "brisvox/runtime/runtime_info.h"
@@ -26,14 +27,26 @@ void ORT_API_CALL route_ort_log(void* /*param*/, OrtLoggingLevel severity, const
               message ? message : "", code_location ? code_location : "");
 }
 
+// ONNX Runtime 1.29 sends telemetry on Linux (1DS): creating its environment writes a device id and
+// an event queue (with the executable's path) under ~/.cache/Microsoft/DeveloperTools/.onnxruntime/
+// and uploads them. ORT_DISABLE_TELEMETRY=1, read when the environment is created, turns all of it
+// off (nothing is written or sent); DisableTelemetryEvents() alone comes too late for the process
+// event. A value the user set is kept (ORT_DISABLE_TELEMETRY=0 opts in). docs/ONNXRUNTIME.md.
+Ort::Env make_env() {
+  ::setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
+  // Let ORT filter at WARNING: its verbose/info output is per-node and costs time even if we
+  // discard it. Raise to INFO only when brisvox itself logs at trace.
+  Ort::Env env(log_level() == LogLevel::kTrace ? ORT_LOGGING_LEVEL_INFO : ORT_LOGGING_LEVEL_WARNING, "brisvox",
+               route_ort_log, nullptr);
+  const char* opt_in = std::getenv("ORT_DISABLE_TELEMETRY");
+  if (opt_in == nullptr || std::string(opt_in) != "0") env.DisableTelemetryEvents();
+  return env;
+}
+
 }  // namespace
 
 Ort::Env& ort_env() {
-  // Let ORT filter at WARNING: its verbose/info output is per-node and costs time even if we
-  // discard it. Raise to INFO only when brisvox itself logs at trace.
-  static Ort::Env env(log_level() == LogLevel::kTrace ? ORT_LOGGING_LEVEL_INFO
-                                                      : ORT_LOGGING_LEVEL_WARNING,
-                      "brisvox", route_ort_log, nullptr);
+  static Ort::Env env = make_env();
   return env;
 }
 

@@ -462,6 +462,45 @@ def test_documented_error_codes(c):
         assert "does not exist" not in message and "MP3" in message, r
 
 
+# --- Operations: ONNX Runtime telemetry ----------------------------------------------------------
+
+def test_no_telemetry_files(c):
+    """ONNX Runtime 1.29 writes a device id and an event queue under
+    ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ (and uploads them) unless telemetry is off:
+    with a fresh HOME, `brisvox vad` and `brisvox serve` running a stream write nothing there."""
+    home = os.path.join(c.tmp, "home")
+    os.makedirs(home)
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env["HOME"] = home
+    subprocess.run([c.args.brisvox, "vad", "--no-progress", c.args.sample], env=env, check=True,
+                   capture_output=True, timeout=60)
+    proc = subprocess.Popen([c.args.brisvox, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1"],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=die_with_parent)
+    c.procs.append(proc)
+    line = b""
+    while b"listening on" not in line:
+        line = proc.stderr.readline()
+        assert line, "the server exited before listening"
+    port = int(re.search(rb"127\.0\.0\.1:(\d+)", line).group(1))
+
+    async def stream():
+        async with websockets.connect(f"ws://127.0.0.1:{port}/v1/stream", open_timeout=5) as ws:
+            json.loads(await asyncio.wait_for(ws.recv(), 5))
+            await ws.send(b"\0" * 32000)
+            await ws.send(json.dumps({"type": "close"}))
+            try:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 5)
+            except websockets.exceptions.ConnectionClosed:
+                pass
+    asyncio.run(stream())
+    proc.terminate()
+    proc.wait(10)
+    written = [os.path.join(d, f) for d, _, files in os.walk(home) for f in files]
+    assert not written, f"written under HOME: {written}"
+
+
 TESTS = [
     test_sigpipe_closed_stderr,
     test_chunk_extension_bounded,
@@ -477,6 +516,7 @@ TESTS = [
     test_malformed_requests_400,
     test_absolute_form_target,
     test_documented_error_codes,
+    test_no_telemetry_files,
 ]
 
 
