@@ -63,7 +63,7 @@ Command add_serve_command(CLI::App& app) {
       "  GET  /v1/stream?sample_rate=16000&encoding=pcm_s16le   WebSocket: audio in, speech events out\n"
       "  POST /v1/vad                                            an audio file in, its segments out\n"
       "  POST /v1/transcribe                                     an audio file in, its transcript out (--stt-model)\n"
-      "  GET  /healthz, GET /metrics (Prometheus), GET / (demo page)\n"
+      "  GET  /healthz, GET /readyz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"
       "  brisvox serve --host 0.0.0.0 --port 8700 --token secret --allow-origin https://app.example.com\n"

@@ -46,6 +46,31 @@ Response health_response(ServerContext& ctx, const Request& request) {
                        j.dump() + "\n");
 }
 
+// Readiness, for a load balancer: whether a new stream would be admitted now. The models are
+// loaded before the server listens, so a server that answers has them.
+Response ready_response(ServerContext& ctx, const Request& request) {
+  const auto& l = ctx.config.limits;
+  nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
+  if (ctx.draining.load()) reasons.push_back("draining");
+  const int streams = ctx.streams_open.load();
+  if (streams >= l.max_streams) reasons.push_back("max_streams");
+  const int connections = ctx.connections.open();
+  if (connections >= ctx.connections.max_total()) reasons.push_back("max_connections");
+  nlohmann::ordered_json j;
+  j["status"] = reasons.empty() ? "ready" : "not_ready";
+  if (!reasons.empty()) j["reasons"] = reasons;
+  j["streams"] = streams;
+  j["max_streams"] = l.max_streams;
+  j["connections"] = connections;
+  j["max_connections"] = ctx.connections.max_total();
+  j["uploads"] = ctx.uploads.in_progress();
+  j["max_uploads"] = ctx.uploads.max();
+  auto res = make_response(request, reasons.empty() ? http::status::ok : http::status::service_unavailable,
+                           "application/json", j.dump() + "\n");
+  if (!reasons.empty()) res.set(http::field::retry_after, "1");
+  return res;
+}
+
 Response metrics_response(ServerContext& ctx, const Request& request) {
   return make_response(request, http::status::ok, kPrometheusContentType,
                        render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes()));
@@ -70,6 +95,7 @@ Route route_for(const Request& request) {
     return method == http::verb::get || method == http::verb::head ? route : Route::kMethodNotAllowed;
   };
   if (path == "/healthz") return get_or_head(Route::kHealth);
+  if (path == "/readyz") return get_or_head(Route::kReady);
   if (path == "/metrics") return get_or_head(Route::kMetrics);
   if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
@@ -112,6 +138,8 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
   switch (route) {
     case Route::kHealth:
       return health_response(ctx, request);
+    case Route::kReady:
+      return ready_response(ctx, request);
     case Route::kMetrics:
       return metrics_response(ctx, request);
     case Route::kStatic: {

@@ -1,6 +1,8 @@
 // HTTP routing: which endpoint a request is for, and the answers that need no waiting.
 //
 //   GET  /healthz      200 {"status":"ok",...} (503 {"status":"draining"} while shutting down)
+//   GET  /readyz       200 {"status":"ready",...} when it can take a new stream now; 503
+//                      {"status":"not_ready","reasons":[...]} while draining or at capacity
 //   GET  /metrics      Prometheus text format 0.0.4
 //   GET  /v1/stream    WebSocket upgrade (ws_session.h); without an upgrade: 426
 //   POST /v1/vad       speech segments of an audio file (vad_request.h)
@@ -24,7 +26,7 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
-enum class Route { kHealth, kMetrics, kStream, kVad, kTranscribe, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+enum class Route { kHealth, kReady, kMetrics, kStream, kVad, kTranscribe, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
 
 Route route_for(const Request& request);
 

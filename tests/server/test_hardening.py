@@ -144,6 +144,14 @@ def upgrade_head(server, host=None, origin=None):
     return (h + "\r\n").encode()
 
 
+def wait_streams_closed(server, timeout=5):
+    """Until the server counts no open stream (/healthz "streams")."""
+    deadline = time.monotonic() + timeout
+    while json.loads(get(server, "/healthz")[2])["streams"] != 0:
+        assert time.monotonic() < deadline, "a stream stayed open"
+        time.sleep(0.02)
+
+
 # --- 1. SIGPIPE ----------------------------------------------------------------------------------
 
 def test_sigpipe_closed_stderr(c):
@@ -401,6 +409,7 @@ def test_host_allow_list(c):
         assert r[0] == 200, (host, r)
     r = request(s, upgrade_head(s, origin=f"http://127.0.0.1:{p}"))
     assert r[0] == 101, r
+    wait_streams_closed(s)  # --max-streams 1
     r = request(s, upgrade_head(s, host=f"app.internal:{p}", origin=f"http://app.internal:{p}"))
     assert r[0] == 101, r  # --allow-host app.internal
 
@@ -462,6 +471,30 @@ def test_documented_error_codes(c):
         assert "does not exist" not in message and "MP3" in message, r
 
 
+# --- Operations: readiness ------------------------------------------------------------------------
+
+def test_readyz(c):
+    """/readyz: 200 ready while a new stream would be admitted; 503 not_ready (max_streams) while the
+    only slot (--max-streams 1) is taken; ready again once the stream closes."""
+    s = c.server
+    r = get(s, "/readyz")
+    assert r[0] == 200 and json.loads(r[2])["status"] == "ready", r
+
+    async def hold():
+        async with websockets.connect(f"ws://127.0.0.1:{s.port}/v1/stream",
+                                      extra_headers={"Authorization": f"Bearer {TOKEN}"}, open_timeout=5) as ws:
+            json.loads(await asyncio.wait_for(ws.recv(), 5))
+            r = await asyncio.get_running_loop().run_in_executor(None, get, s, "/readyz")
+            assert r[0] == 503, r
+            body = json.loads(r[2])
+            assert body["status"] == "not_ready" and body["reasons"] == ["max_streams"], body
+    wait_streams_closed(s)
+    asyncio.run(hold())
+    wait_streams_closed(s)
+    r = get(s, "/readyz")
+    assert r[0] == 200, r
+
+
 # --- Operations: ONNX Runtime telemetry ----------------------------------------------------------
 
 def test_no_telemetry_files(c):
@@ -517,6 +550,7 @@ TESTS = [
     test_absolute_form_target,
     test_documented_error_codes,
     test_no_telemetry_files,
+    test_readyz,
 ]
 
 
@@ -530,10 +564,11 @@ class Context:
 
 def start_server(args):
     if args.legacy:  # a build from before these fixes knows none of the new options
-        return Server(args.brisvox, "--workers", "1", "--token", TOKEN)
+        return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-streams", "1")
     return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-upload-seconds", "20",
                   "--max-uploads", "2", "--max-connections", "24", "--max-connections-per-client", "16",
-                  "--request-head-timeout-s", "1", "--http-timeout-s", "3", "--allow-host", "app.internal")
+                  "--request-head-timeout-s", "1", "--http-timeout-s", "3", "--allow-host", "app.internal",
+                  "--max-streams", "1")
 
 
 def main():
