@@ -118,6 +118,8 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--allow-host", c.allowed_hosts,
                  "A Host name this server answers to besides IP addresses, localhost and --host (repeatable; "
                  "'*' for any): other names get 403, against DNS rebinding");
+  app.add_flag("--access-log", c.access_log,
+               "Log one line per HTTP answer: client, method, path, status, bytes, ms, error code");
   app.add_option("--web-dir", c.web_dir, "Folder of the demo page (default: the source tree's web/)");
   app.add_option("--drain-timeout-s", l.drain_timeout_s,
                  "On SIGINT/SIGTERM, how long open streams get to deliver their final events")

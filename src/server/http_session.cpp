@@ -11,6 +11,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "server/access_policy.h"
+#include "server/server_log.h"
 #include "server/stream_admission.h"
 #include "server/vad_request.h"
 #include "server/ws_session.h"
@@ -114,6 +115,9 @@ void HttpSession::read_request() {
   parser_->body_limit(ctx_.config.limits.max_body_bytes);
   timed_out_ = false;
   head_request_ = false;
+  log_method_ = "-";
+  log_path_ = "-";
+  head_time_ = std::chrono::steady_clock::now();
   ++request_number_;
   arm_deadline(std::chrono::seconds(ctx_.config.limits.request_head_timeout_s));
   stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s) + kBackstop);
@@ -162,6 +166,11 @@ void HttpSession::on_header(beast::error_code ec) {
 bool HttpSession::check_head() {
   auto& req = parser_->get();
   head_request_ = req.method() == http::verb::head;
+  if (ctx_.config.access_log) {
+    head_time_ = std::chrono::steady_clock::now();
+    log_method_ = std::string(to_sv(req.method_string()));
+    log_path_ = std::string(target_path(to_sv(req.target())));  // no query: it may hold ?token=
+  }
   auto refuse = [&](http::status status, std::string_view code, std::string message) {
     ctx_.metrics.count_error(code);
     send_and_close(error_response(req, status, code, message));
@@ -330,6 +339,10 @@ void HttpSession::upgrade(Request request) {
   auto session = std::make_shared<WsSession>(std::move(stream_), ctx_, std::move(a.request), std::move(a.stream),
                                              std::move(a.wakeup), peer_);
   slot_.release();  // a stream counts in limits.max_streams from here
+  if (ctx_.config.access_log) {
+    Response switching{http::status::switching_protocols, request.version()};
+    log_access(switching, 0);
+  }
   session->start(std::move(request));
 }
 
@@ -343,11 +356,32 @@ void HttpSession::send(Response response, bool close_after) {
     response.body().clear();
     response.content_length(size);
   }
+  if (ctx_.config.access_log) log_access(response, response.body().size());
   response_ = std::make_shared<Response>(std::move(response));
   stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s));
   http::async_write(stream_, *response_, [self = shared_from_this(), close](beast::error_code ec, std::size_t) {
     self->on_sent(close, ec);
   });
+}
+
+void HttpSession::log_access(const Response& response, std::size_t body_bytes) const {
+  std::string code;
+  if (response.result_int() >= 400) {
+    // The answer's own error code ({"error":{"code":..}}): why a request was refused.
+    const auto& body = response.body();
+    if (const auto at = body.find("\"code\":\""); at != std::string::npos) {
+      const auto start = at + 8;
+      code = " " + body.substr(start, body.find('"', start) - start);
+    }
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - head_time_).count();
+  // Control characters of the path (it is the client's) are not written as they are.
+  std::string path = log_path_;
+  for (char& ch : path) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  }
+  log_server("access: {} {} {} {} {} B {:.1f} ms{}", peer_, log_method_, path, response.result_int(), body_bytes, ms,
+             code);
 }
 
 void HttpSession::on_sent(bool close_after, beast::error_code ec) {

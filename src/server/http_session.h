@@ -39,6 +39,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // and upload limits of the audio routes. False: a refusal was sent.
   bool check_head();
   void send_and_close(Response response);
+  void log_access(const Response& response, std::size_t body_bytes) const;
   void read_body();
   void on_body(boost::beast::error_code ec);
   void handle(Request request);
@@ -63,6 +64,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool timed_out_ = false;
   bool head_request_ = false;          // HEAD: the answer's body is not sent
   std::shared_ptr<void> upload_;       // a unit of ctx.uploads, held until the answer is sent
+  // For the access log (limits.access_log): the request's method and path, and when its head came.
+  std::string log_method_ = "-";
+  std::string log_path_ = "-";
+  std::chrono::steady_clock::time_point head_time_ = std::chrono::steady_clock::now();
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<Response> response_;  // kept alive while it is written
   boost::beast::http::response<boost::beast::http::empty_body> continue_;

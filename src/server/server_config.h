@@ -84,6 +84,9 @@ struct ServerConfig {
   // accepts any. Another Host gets 403 "forbidden_host".
   std::vector<std::string> allowed_hosts;
   std::string web_dir;  // the demo page's folder; empty: the source tree's web/ (compiled in)
+  // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
+  // from the request head to the answer written, and the error code of an error answer.
+  bool access_log = false;
   ServerLimits limits;
 
   void validate() const;  // Error(kInvalidArgument) naming the field

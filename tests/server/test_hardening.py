@@ -495,6 +495,35 @@ def test_readyz(c):
     assert r[0] == 200, r
 
 
+# --- Operations: access log ----------------------------------------------------------------------
+
+def wait_line(server, pattern, timeout=5):
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in list(server.lines):
+            if re.search(pattern, line):
+                return line
+        assert time.monotonic() < deadline, f"no log line matches {pattern!r}:\n" + "\n".join(server.lines[-10:])
+        time.sleep(0.02)
+
+
+def test_access_log(c):
+    """--access-log: one line per answer with client, method, path (never the query: it may hold
+    the token), status, bytes, time and the error code of a refusal."""
+    s = c.server
+    r = get(s, "/healthz?probe=1")
+    line = wait_line(s, r"access: 127\.0\.0\.1:\d+ GET /healthz 200 \d+ B [\d.]+ ms$")
+    assert "probe" not in line, line
+    sock = connect(s)
+    sock.sendall(f"POST /v1/vad?token=leak HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\nx".encode())
+    assert read_response(sock)[0] == 401
+    sock.close()
+    line = wait_line(s, r"access: 127\.0\.0\.1:\d+ POST /v1/vad 401 \d+ B [\d.]+ ms unauthorized$")
+    assert all("leak" not in l for l in s.lines), "the query (a token) was logged"
+    r = get(s, "/healthz", host="evil.example")
+    wait_line(s, r"GET /healthz 403 \d+ B [\d.]+ ms forbidden_host$")
+
+
 # --- Operations: ONNX Runtime telemetry ----------------------------------------------------------
 
 def test_no_telemetry_files(c):
@@ -551,6 +580,7 @@ TESTS = [
     test_documented_error_codes,
     test_no_telemetry_files,
     test_readyz,
+    test_access_log,
 ]
 
 
@@ -568,7 +598,7 @@ def start_server(args):
     return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-upload-seconds", "20",
                   "--max-uploads", "2", "--max-connections", "24", "--max-connections-per-client", "16",
                   "--request-head-timeout-s", "1", "--http-timeout-s", "3", "--allow-host", "app.internal",
-                  "--max-streams", "1")
+                  "--max-streams", "1", "--access-log")
 
 
 def main():
