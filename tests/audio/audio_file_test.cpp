@@ -348,6 +348,30 @@ TEST_F(AudioFileTest, MemoryReadsEqualFileReads) {
                "empty");
 }
 
+// Issue 13, defect 3 (a decompression bomb on POST /v1/vad): max_duration_s refuses longer audio
+// with kLimitExceeded, from the declared length before decoding, or while decoding when the length
+// is not declared (a streamed WAV); audio up to the limit reads as before.
+TEST_F(AudioFileTest, MemoryReadRefusesAudioLongerThanTheLimit) {
+  ASSERT_TRUE(write_shorts(path("two.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(32000, 440.0, 16000, 0.5)));
+  const auto flac = read_bytes(path("two.flac"));
+  const auto bytes = std::as_bytes(std::span(flac));
+  EXPECT_EQ(read_audio_memory(bytes, "body", 2.0).samples.size(), 32000u);
+  EXPECT_EQ(read_audio_memory(bytes, "body", 0).samples.size(), 32000u);  // 0: no limit
+  expect_error([&] { read_audio_memory(bytes, "body", 1.5); }, ErrorCode::kLimitExceeded, "'body'",
+               "longer than the 1.5 s allowed (it holds at least 2.0 s)");
+
+  ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
+                           sine_shorts(8000, 440.0, 16000, 0.5)));
+  auto wav = read_bytes(path("full.wav"));
+  std::memset(wav.data() + 40, 0xFF, 4);  // the data size of a streamed WAV: not declared
+  const auto streamed = std::as_bytes(std::span(wav));
+  EXPECT_EQ(read_audio_memory(streamed, "body", 1.0).samples.size(), 8000u);
+  expect_error([&] { read_audio_memory(streamed, "body", 0.25); }, ErrorCode::kLimitExceeded, "'body'",
+               "longer than the 0.25 s allowed");
+  EXPECT_EQ(to_string(ErrorCode::kLimitExceeded), "limit_exceeded");
+}
+
 // --- WAV metadata (audio/riff_wave.h): libsndfile only ever sees 'fmt ', 'fact' and 'data' -----
 
 // A RIFF chunk: id, little-endian size, body, pad byte if odd.

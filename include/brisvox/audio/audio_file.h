@@ -39,8 +39,8 @@ Audio read_audio_file(const std::string& path);
 // disk, with the same checks and errors (kIo aside). `name` stands for the path in messages and
 // in Audio::source. The bytes are only read during the call.
 // max_duration_s > 0: audio longer than this is refused with Error(kLimitExceeded) as soon as the
-// header declares it or the decoder reaches it (a few KB of FLAC can hold hours: the samples
-// decoded before the refusal are at most max_duration_s long).
+// header declares it or the decoder reaches it (a few KB of FLAC can hold hours: what is decoded
+// before the refusal is at most max_duration_s plus one 128 Ki-sample block).
 Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& name, double max_duration_s = 0);
 
 // Reads headerless mono samples. sample_rate_hz must be in [1, 768000]. The byte count must be a
