@@ -122,7 +122,9 @@ void WsSession::start(beast::http::request<beast::http::string_body> upgrade) {
       [](websocket::response_type& res) { res.set(beast::http::field::server, "brisvox/" BRISVOX_VERSION); }));
   ws_.read_message_max(0);  // the session counts message bytes itself (it reads in chunks)
   ws_.auto_fragment(false);
-  ws_.control_callback([this](websocket::frame_type, beast::string_view) { last_activity_ = Clock::now(); });
+  // Pings and pongs are not activity: a client that only pings holds a stream slot without using it,
+  // and is closed at the idle timeout like a silent one (issue 13). Time the server spends pacing the
+  // client or finishing a flush still never counts (arm_idle_timer()).
   ws_.async_accept(upgrade, beast::bind_front_handler(&WsSession::on_accept, shared_from_this()));
 }
 

@@ -471,6 +471,33 @@ def test_documented_error_codes(c):
         assert "does not exist" not in message and "MP3" in message, r
 
 
+# --- WebSocket: a client that only pings ----------------------------------------------------------
+
+def test_ping_only_stream_times_out(c):
+    """A stream whose client sends only pings (every 0.2 s) is closed at --idle-timeout-s (2 s here)
+    with idle_timeout, as a silent one is: pings no longer hold a stream slot forever."""
+    s = c.server
+
+    async def pinger():
+        async with websockets.connect(f"ws://127.0.0.1:{s.port}/v1/stream",
+                                      extra_headers={"Authorization": f"Bearer {TOKEN}"}, open_timeout=5,
+                                      ping_interval=0.2, ping_timeout=5) as ws:
+            json.loads(await asyncio.wait_for(ws.recv(), 5))
+            t0 = time.monotonic()
+            messages = []
+            try:
+                while time.monotonic() - t0 < 5:
+                    messages.append(json.loads(await asyncio.wait_for(ws.recv(), 5.5 - (time.monotonic() - t0))))
+            except (websockets.exceptions.ConnectionClosed, asyncio.TimeoutError):
+                pass
+            return ws.close_code, messages, time.monotonic() - t0
+    wait_streams_closed(s)
+    code, messages, took = asyncio.run(pinger())
+    assert code == 1008, f"close code {code} after {took:.1f} s"
+    assert any(m.get("code") == "idle_timeout" for m in messages), messages
+    wait_streams_closed(s)
+
+
 # --- Operations: readiness ------------------------------------------------------------------------
 
 def test_readyz(c):
@@ -581,6 +608,7 @@ TESTS = [
     test_no_telemetry_files,
     test_readyz,
     test_access_log,
+    test_ping_only_stream_times_out,
 ]
 
 
@@ -594,11 +622,11 @@ class Context:
 
 def start_server(args):
     if args.legacy:  # a build from before these fixes knows none of the new options
-        return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-streams", "1")
+        return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-streams", "1", "--idle-timeout-s", "2")
     return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-upload-seconds", "20",
                   "--max-uploads", "2", "--max-connections", "24", "--max-connections-per-client", "16",
                   "--request-head-timeout-s", "1", "--http-timeout-s", "3", "--allow-host", "app.internal",
-                  "--max-streams", "1", "--access-log")
+                  "--max-streams", "1", "--access-log", "--idle-timeout-s", "2")
 
 
 def main():
