@@ -343,9 +343,21 @@ def settled_accounting(port, timeout_s=20):
         time.sleep(0.2)
 
 
-def rss_window(rss, lo, hi, duration):
-    values = [b for t, b in rss if lo * duration <= t <= hi * duration]
-    return int(statistics.median(values)) if values else None
+def rss_window(rss, lo, hi):
+    """The median RSS of the samples in [lo, hi] of the *sampled* span (fractions). The span is that
+    of the samples, not the run's duration: the run also waits (up to 90 s) for the last sessions
+    to end after the sampling stopped, and fractions of that longer time could leave the end
+    window with no sample at all ("too few RSS samples" on a slow first run). A window that holds
+    no sample takes the one nearest its middle, so any two or more samples give both values."""
+    if len(rss) < 2:
+        return None
+    t0, t1 = rss[0][0], rss[-1][0]
+    span = max(t1 - t0, 1e-9)
+    values = [b for t, b in rss if lo <= (t - t0) / span <= hi]
+    if not values:
+        mid = t0 + (lo + hi) / 2 * span
+        values = [min(rss, key=lambda s: abs(s[0] - mid))[1]]
+    return int(statistics.median(values))
 
 
 def main():
@@ -388,8 +400,8 @@ def main():
         else:
             # The baseline once warmed up: the median over the window after the warm-up; the end:
             # the median over the last 10 % of the load.
-            base = rss_window(rss, args.warmup, args.warmup + 0.1, duration)
-            end = rss_window(rss, 0.9, 1.0, duration)
+            base = rss_window(rss, args.warmup, args.warmup + 0.1)
+            end = rss_window(rss, 0.9, 1.0)
             growth = (end / base - 1) if base and end else None
             summary["rss"] = {"samples": len(rss), "after_warmup_bytes": base, "end_bytes": end,
                               "max_bytes": max(b for _, b in rss), "growth": None if growth is None else round(growth, 4),
