@@ -1,8 +1,14 @@
 #include "server/metrics.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <iterator>
+#include <sstream>
 #include <vector>
 
 namespace brisvox::server {
@@ -205,6 +211,79 @@ std::string render_prometheus(const EngineStats& st, const ServerMetrics& server
     sample(out, "brisvox_process_resident_memory_bytes", "gauge", "Resident set size of the server process.",
            rss_bytes);
   }
+  return out;
+}
+
+namespace {
+
+int open_fds() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int count = 0;
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  closedir(dir);
+  return count - 1;  // the directory stream's own descriptor
+}
+
+// utime + stime (fields 14, 15) and starttime (field 22, in clock ticks after boot) of
+// /proc/self/stat; the command name (field 2) may hold spaces, so fields are counted after ')'.
+bool process_times(double& cpu_s, double& start_since_boot_s) {
+  std::ifstream f("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0, start = 0;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+    if (i == 22) start = std::stoull(field);
+  }
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  cpu_s = static_cast<double>(utime + stime) / tick;
+  start_since_boot_s = static_cast<double>(start) / tick;
+  return true;
+}
+
+double boot_time_s() {
+  std::ifstream f("/proc/stat");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("btime ", 0) == 0) return std::stod(line.substr(6));
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string render_process_and_limits(const LimitGauges& limits) {
+  std::string out;
+  double cpu_s = 0, start_s = 0;
+  if (process_times(cpu_s, start_s)) {
+    sample(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the process, seconds.", cpu_s);
+    if (const double btime = boot_time_s(); btime > 0) {
+      sample(out, "process_start_time_seconds", "gauge", "Start time of the process, seconds since the Unix epoch.",
+             btime + start_s);
+    }
+  }
+  if (const int fds = open_fds(); fds >= 0) {
+    sample(out, "process_open_fds", "gauge", "Open file descriptors.", fds);
+  }
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    sample(out, "process_max_fds", "gauge", "The open-file limit (soft).", static_cast<unsigned long long>(lim.rlim_cur));
+  }
+  header(out, "brisvox_build_info", "gauge", "The version of this server (always 1).");
+  fmt::format_to(std::back_inserter(out), "brisvox_build_info{{version=\"{}\"}} 1\n", label_value(BRISVOX_VERSION));
+  sample(out, "brisvox_http_connections_open", "gauge", "HTTP connections open now (upgraded streams not counted).",
+         limits.connections);
+  sample(out, "brisvox_http_connections_max", "gauge", "--max-connections (after fitting the open-file limit).",
+         limits.max_connections);
+  sample(out, "brisvox_uploads_in_progress", "gauge", "POST uploads being read, queued or run now.", limits.uploads);
+  sample(out, "brisvox_uploads_max", "gauge", "--max-uploads.", limits.max_uploads);
   return out;
 }
 

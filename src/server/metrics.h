@@ -57,6 +57,19 @@ class ServerMetrics {
 // The text of GET /metrics. `rss_bytes` <= 0 leaves the memory gauge out.
 std::string render_prometheus(const EngineStats& engine, const ServerMetrics& server, long rss_bytes);
 
+// What the server holds open against its limits (docs/PROTOCOL.md, "Every HTTP request").
+struct LimitGauges {
+  int connections = 0;
+  int max_connections = 0;
+  int uploads = 0;
+  int max_uploads = 0;
+};
+
+// The standard process metrics (process_cpu_seconds_total, process_open_fds, process_max_fds,
+// process_start_time_seconds, from /proc/self) and brisvox_build_info, then the limit gauges:
+// appended to render_prometheus()'s text.
+std::string render_process_and_limits(const LimitGauges& limits);
+
 inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 }  // namespace brisvox::server

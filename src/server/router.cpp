@@ -72,8 +72,10 @@ Response ready_response(ServerContext& ctx, const Request& request) {
 }
 
 Response metrics_response(ServerContext& ctx, const Request& request) {
-  return make_response(request, http::status::ok, kPrometheusContentType,
-                       render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes()));
+  std::string text = render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes());
+  text += render_process_and_limits(
+      {ctx.connections.open(), ctx.connections.max_total(), ctx.uploads.in_progress(), ctx.uploads.max()});
+  return make_response(request, http::status::ok, kPrometheusContentType, std::move(text));
 }
 
 Response static_response(ServerContext& ctx, const Request& request) {

@@ -551,6 +551,33 @@ def test_access_log(c):
     wait_line(s, r"GET /healthz 403 \d+ B [\d.]+ ms forbidden_host$")
 
 
+# --- Operations: process and limit metrics -------------------------------------------------------
+
+def test_process_and_limit_metrics(c):
+    """/metrics carries the standard process metrics, brisvox_build_info and the limit gauges; an
+    upload held open shows in brisvox_uploads_in_progress, connections in
+    brisvox_http_connections_open."""
+    s = c.server
+    held = connect(s)
+    held.sendall((f"POST /v1/vad HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+                  f"Content-Length: 1000\r\n\r\n").encode())
+    time.sleep(0.2)
+    r = get(s, "/metrics")
+    held.close()
+    values = {}
+    for line in r[2].decode().splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    for name in ("process_cpu_seconds_total", "process_start_time_seconds", "process_open_fds", "process_max_fds",
+                 "brisvox_http_connections_max", "brisvox_uploads_max"):
+        assert name in values, name
+    assert abs(values["process_start_time_seconds"] - time.time()) < 3600, values["process_start_time_seconds"]
+    assert values["brisvox_uploads_in_progress"] == 1 and values["brisvox_uploads_max"] == 2, values
+    assert values["brisvox_http_connections_open"] >= 2, values  # the held upload and this GET
+    assert any(k.startswith("brisvox_build_info{version=") for k in values), sorted(values)
+
+
 # --- Operations: ONNX Runtime telemetry ----------------------------------------------------------
 
 def test_no_telemetry_files(c):
@@ -609,6 +636,7 @@ TESTS = [
     test_readyz,
     test_access_log,
     test_ping_only_stream_times_out,
+    test_process_and_limit_metrics,
 ]
 
 
