@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/stages/tts_stage.h"
 #include "engine/stages/turn_stage.h"
 #include "engine/stages/vad_stage.h"
 
@@ -15,12 +16,16 @@ std::unique_ptr<ModelPool> make_pool(const ModelSpec& spec, const EngineConfig& 
       return std::make_unique<VadPool>(spec, static_cast<std::size_t>(config.max_streams), shared);
     case ModelFamily::kSmartTurn:
       return std::make_unique<TurnPool>(spec, config.run_timeout_ms);
+    case ModelFamily::kPiperTts:
+      return std::make_unique<TtsPool>(spec, spec.run_timeout_ms > 0 ? spec.run_timeout_ms : config.run_timeout_ms);
   }
   throw Error(ErrorCode::kInternal, fmt::format("model '{}': unknown family", spec.name));
 }
 
 // Frame-synchronous models drive streams; request models report back to them.
-bool is_request_model(ModelFamily family) noexcept { return family == ModelFamily::kSmartTurn; }
+bool is_request_model(ModelFamily family) noexcept {
+  return family == ModelFamily::kSmartTurn || family == ModelFamily::kPiperTts;
+}
 
 }  // namespace
 
@@ -50,6 +55,10 @@ VadPool* ModelRegistry::vad_pool(std::string_view name) const noexcept {
 
 TurnPool* ModelRegistry::turn_pool(std::string_view name) const noexcept {
   return static_cast<TurnPool*>(find(name, ModelFamily::kSmartTurn));
+}
+
+TtsPool* ModelRegistry::tts_pool(std::string_view name) const noexcept {
+  return static_cast<TtsPool*>(find(name, ModelFamily::kPiperTts));
 }
 
 std::string ModelRegistry::describe() const {

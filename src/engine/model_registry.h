@@ -17,6 +17,7 @@ namespace brisvox::engine {
 struct EngineShared;
 class VadPool;
 class TurnPool;
+class TtsPool;
 
 class ModelRegistry {
  public:
@@ -29,6 +30,7 @@ class ModelRegistry {
   // The pool of the entry `name` if it has that family, else null.
   VadPool* vad_pool(std::string_view name) const noexcept;
   TurnPool* turn_pool(std::string_view name) const noexcept;
+  TtsPool* tts_pool(std::string_view name) const noexcept;
   // "vad (silero_vad), turn (smart_turn)": for messages.
   std::string describe() const;
 

@@ -3,6 +3,7 @@
 
 #include "brisvox/engine/engine_config.h"
 #include "brisvox/models/model_paths.h"
+#include "brisvox/models/tts/piper_voices.h"
 
 namespace brisvox {
 
@@ -22,6 +23,16 @@ ModelSpec ModelSpec::family_defaults(ModelFamily family) {
       d.max_gather_wait_us = 0;
       d.max_pending = 16;
       break;
+    case ModelFamily::kPiperTts:
+      // One sentence per run (batching does not pay on CPU), no gather wait: a request waits for
+      // nothing but a free worker. 256 speech sessions open at once.
+      d.max_batch = 1;
+      d.max_gather_wait_us = 0;
+      d.max_pending = 256;
+      // A sentence is one run, 100 ms to 5 s of one core by its length (2048 ids at most): the
+      // engine's 2 s would cancel long sentences on a busy machine.
+      d.run_timeout_ms = 20000;
+      break;
   }
   return d;
 }
@@ -32,6 +43,7 @@ ModelSpec ModelSpec::resolved(int cores) const {
   if (r.max_batch == 0) r.max_batch = d.max_batch;
   if (r.max_gather_wait_us < 0) r.max_gather_wait_us = d.max_gather_wait_us;
   if (r.max_pending == 0) r.max_pending = d.max_pending;
+  if (r.run_timeout_ms == 0) r.run_timeout_ms = d.run_timeout_ms;  // still 0: the engine's
   switch (family) {
     case ModelFamily::kSileroVad:
       // One worker per core: VAD frames are many and small, and batching makes each run cheap.
@@ -42,6 +54,12 @@ ModelSpec ModelSpec::resolved(int cores) const {
       // One worker: an analysis is ~100 ms, and more threads only oversubscribe a small machine
       // (docs/PERFORMANCE.md, end-of-turn).
       if (r.num_workers == 0) r.num_workers = 1;
+      break;
+    case ModelFamily::kPiperTts:
+      // One worker per core: a sentence is 100 ms to 1 s of one core, and concurrent requests
+      // interleave sentence by sentence on the workers (docs/PERFORMANCE.md, text-to-speech).
+      if (r.num_workers == 0) r.num_workers = std::max(1, cores);
+      r.path = resolve_piper_voice(path);
       break;
   }
   return r;

@@ -366,6 +366,10 @@ void WsSession::handle_event(const Event& e) {
     case EventType::kTurnIncomplete:
       send(turn_incomplete_message(timeline_s(e.start_s), timeline_s(e.end_s), e.probability));
       break;
+    case EventType::kTtsAudio:
+    case EventType::kTtsEnd:
+    case EventType::kTtsCancelled:
+      break;  // speech sessions' events (tts_ws_session.cpp): never on a stream
   }
 }
 

@@ -28,9 +28,10 @@ namespace brisvox {
 enum class ModelFamily {
   kSileroVad,  // frame-synchronous: Silero VAD v5/v6 (resolve_vad_model aliases or a path)
   kSmartTurn,  // requests: Smart Turn v3.x end-of-turn analyses
+  kPiperTts,   // requests of several steps: Piper text-to-speech, one sentence per step (speech.h)
 };
 
-std::string_view to_string(ModelFamily family) noexcept;  // "silero_vad", "smart_turn"
+std::string_view to_string(ModelFamily family) noexcept;  // "silero_vad", "smart_turn", "piper_tts"
 
 struct ModelSpec {
   std::string name;  // how streams refer to it (StreamConfig stages); unique in the registry
@@ -47,14 +48,23 @@ struct ModelSpec {
   // Request models: requests in flight across all streams (each holds its input, e.g. 8 s of
   // audio for Smart Turn); a stream whose request finds none free retries on its next frame.
   // 0: the family's default (Smart Turn 16). Ignored by frame-synchronous models.
+  // Piper: speech sessions open at once (each holds its payload channel); default 256.
   int max_pending = 0;
+  // Deadline of one run of this model (EngineConfig::run_timeout_ms has the rules). 0: the
+  // family's default: the engine's, except Piper's 20000 (a sentence of 2048 phoneme ids takes
+  // about 5 s of one core). No deadline at all when the engine's is 0.
+  int run_timeout_ms = 0;
   SessionConfig session;  // threads, execution providers
 
   // The registry entries brisvox knows how to build.
   static ModelSpec silero_vad(std::string path = "v6", std::string name = "vad");
   static ModelSpec smart_turn(std::string path, std::string name = "turn");
+  // A Piper voice: VOICE.onnx (VOICE.onnx.json beside it) or an installed voice's name
+  // (piper_voices.h). One worker per core, one sentence per run, ONNX Runtime's arena on.
+  static ModelSpec piper_tts(std::string path, std::string name = "tts");
 
-  // A family's defaults for max_batch, max_gather_wait_us and max_pending (num_workers: 0 still).
+  // A family's defaults for max_batch, max_gather_wait_us, max_pending and run_timeout_ms
+  // (num_workers: 0 still).
   static ModelSpec family_defaults(ModelFamily family);
   // The defaults above filled in (num_workers from `cores`) and the path resolved (Silero
   // aliases: resolve_vad_model, Error(kIo) when the file is missing).
@@ -69,7 +79,8 @@ struct EngineConfig {
   // When a frame model's recent queue delay (p99 over the last second) exceeds the latency
   // budget, refuse new streams rather than degrade the open ones.
   bool admission_control = true;
-  // Deadline of one model run, for every model. A run still in flight after it is cancelled
+  // Deadline of one model run, for every model without one of its own (ModelSpec::run_timeout_ms:
+  // Piper's is 20 s). A run still in flight after it is cancelled
   // through ONNX Runtime's terminate flag: its items get kError events with
   // ErrorCode::kInferenceTimeout (a VAD frame counts as silence) and the worker goes on. A normal
   // run takes well under 10 ms (VAD) or 200 ms (Smart Turn), so only a stuck machine or a

@@ -47,6 +47,9 @@ bool drain_events(Job& job) {
         case EventType::kTurnIncomplete: ++job.result.turn_incomplete_events; break;
         case EventType::kSpeechStart:
         case EventType::kOverload: break;  // only what fits is pushed: no refusals
+        case EventType::kTtsAudio:
+        case EventType::kTtsEnd:
+        case EventType::kTtsCancelled: break;  // speech sessions' events: never on a stream
       }
     }
   }

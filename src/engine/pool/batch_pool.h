@@ -147,9 +147,11 @@ class BatchPool : public ModelPool {
   }
 
   void watch_runs(RunWatchdog& watchdog) override {
+    // The model's own deadline when it has one (ModelSpec::run_timeout_ms), else the engine's.
+    const std::int64_t timeout_ns = std::int64_t{spec().run_timeout_ms} * 1'000'000;
     for (auto& w : workers_) {
       Worker* wp = w.get();
-      watchdog.watch(wp->deadline, [wp] { wp->adapter.cancel_run(); });
+      watchdog.watch(wp->deadline, [wp] { wp->adapter.cancel_run(); }, timeout_ns);
     }
   }
 

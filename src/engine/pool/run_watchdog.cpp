@@ -17,12 +17,15 @@ bool RunDeadline::end(std::int64_t start_ns) noexcept {
   return true;
 }
 
-RunWatchdog::RunWatchdog(int timeout_ms) : timeout_ns_(std::int64_t{timeout_ms} * 1'000'000) {}
+RunWatchdog::RunWatchdog(int timeout_ms)
+    : timeout_ns_(std::int64_t{timeout_ms} * 1'000'000), shortest_ns_(timeout_ns_) {}
 
 RunWatchdog::~RunWatchdog() { stop(); }
 
-void RunWatchdog::watch(RunDeadline& deadline, std::function<void()> cancel) {
-  watched_.push_back(Watched{&deadline, std::move(cancel)});
+void RunWatchdog::watch(RunDeadline& deadline, std::function<void()> cancel, std::int64_t timeout_ns) {
+  const std::int64_t t = timeout_ns > 0 ? timeout_ns : timeout_ns_;
+  shortest_ns_ = std::min(shortest_ns_, t);
+  watched_.push_back(Watched{&deadline, std::move(cancel), t});
 }
 
 void RunWatchdog::start() { thread_ = std::thread([this] { run(); }); }
@@ -40,13 +43,13 @@ void RunWatchdog::run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     const std::int64_t now = now_ns();
-    // A Run that starts after this scan expires no earlier than now + timeout.
-    std::int64_t next_check = now + timeout_ns_;
+    // A Run that starts after this scan expires no earlier than now + the shortest deadline.
+    std::int64_t next_check = now + shortest_ns_;
     for (Watched& w : watched_) {
       const std::int64_t since = w.deadline->in_flight_since();
       if (since == 0) continue;
-      if (now - since < timeout_ns_) {
-        next_check = std::min(next_check, since + timeout_ns_);
+      if (now - since < w.timeout_ns) {
+        next_check = std::min(next_check, since + w.timeout_ns);
         continue;
       }
       if (!w.deadline->claim(since)) continue;  // it ended meanwhile

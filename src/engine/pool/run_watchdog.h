@@ -1,5 +1,6 @@
 // Deadlines for model runs: a thread that cancels, through ONNX Runtime's RunOptions terminate
-// flag, any Run that has been in flight longer than EngineConfig::run_timeout_ms.
+// flag, any Run that has been in flight longer than its deadline: EngineConfig::run_timeout_ms, or
+// the model's own ModelSpec::run_timeout_ms (a Piper sentence may take seconds).
 //
 // Why a thread of its own: a worker inside Session::Run cannot look at the clock, so someone else
 // must. One watchdog per engine serves the workers of every model pool; it sleeps until the earliest
@@ -65,8 +66,9 @@ class RunWatchdog {
 
   // Before start(): watch one runner. `cancel` runs on the watchdog thread when the runner's Run
   // is late; it must set the runner's terminate flag and nothing more (it must not block). Both
-  // must stay valid until stop() returns.
-  void watch(RunDeadline& deadline, std::function<void()> cancel);
+  // must stay valid until stop() returns. `timeout_ns` > 0: this runner's deadline instead of
+  // the watchdog's.
+  void watch(RunDeadline& deadline, std::function<void()> cancel, std::int64_t timeout_ns = 0);
 
   void start();
   // Idempotent. Call before the watched runners are destroyed.
@@ -78,10 +80,12 @@ class RunWatchdog {
   struct Watched {
     RunDeadline* deadline;
     std::function<void()> cancel;
+    std::int64_t timeout_ns;
   };
   void run();
 
   const std::int64_t timeout_ns_;
+  std::int64_t shortest_ns_;  // the shortest deadline watched
   std::vector<Watched> watched_;
   std::mutex mu_;
   std::condition_variable cv_;
