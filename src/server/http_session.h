@@ -30,6 +30,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void refuse_body(const Request& request);  // 413, then linger
   void start_vad_job(Request request);
   void upgrade(Request request);
+  void start_tts(Request request);    // POST /v1/tts (tts_http.h)
+  void upgrade_tts(Request request);  // WebSocket /v1/tts (tts_ws_session.h)
   void send(Response response, bool close_after = false);
   void on_sent(bool close, boost::beast::error_code ec);
   // After refusing a body: stop sending, read and discard what the client still sends (for a
