@@ -28,6 +28,11 @@ struct BenchOptions {
   bool json = false;
   std::string turn_model;  // adds the end-of-turn phase
   int turn_runs = 20;
+  std::string tts_voice;   // adds the text-to-speech phases (bench_tts.h)
+  int tts_concurrency = 8;
+  int tts_requests = 5;    // replies per client
+  int tts_workers = 0;
+  std::string tts_corpus;  // the throughput phase's texts
 };
 
 // Runs the phases and prints the report on stdout; 0 when done. Throws Error for bad options or
