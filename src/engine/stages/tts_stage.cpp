@@ -48,14 +48,18 @@ std::int64_t TtsAdapter::prepare(SpeechSlot& s, std::size_t /*row*/) {
   while (true) {
     // Nothing new is synthesised while earlier outputs wait for the reader: that is the
     // back-pressure (at most one sentence's audio waits here, the rest in the channel).
+    const bool was_waiting = !s.outbox.empty();
     if (!deliver(s)) return kNotStaged;
+    if (was_waiting) s.step_ready_ns = now_ns();  // ready from when the reader made room
     if (!s.current) {
       if (!begin_next(s)) return kNotStaged;  // idle: the next speak() schedules the session
       continue;  // an utterance that ended at once (failed, or nothing to say): deliver, then the next
     }
     staged_ = &s;
     // A first sentence counts from speak(): its queue delay and latency include the phonemizing.
-    return s.current->synthesis.sentences_done() == 0 ? s.current->utterance.submitted_ns : s.ready_since_ns;
+    // (PoolJob::ready_since_ns belongs to the pool's lock: speak() or a reader may queue the job
+    // again while it is here.)
+    return s.current->synthesis.sentences_done() == 0 ? s.current->utterance.submitted_ns : s.step_ready_ns;
   }
 }
 
@@ -93,7 +97,9 @@ bool TtsAdapter::complete(SpeechSlot& s, const Completion& c) {
   }
   // A cancel that came during the run discards the sentence it made (it is not delivered).
   apply_cancel(s);
-  return deliver(s) && has_work(s);
+  const bool more = deliver(s) && has_work(s);
+  if (more) s.step_ready_ns = now_ns();
+  return more;
 }
 
 std::string TtsAdapter::describe_failure(const Error& e, bool timed_out, std::size_t /*rows*/,
