@@ -14,6 +14,7 @@
 #include "server/post_gate.h"
 #include "server/server_config.h"
 #include "server/session_registry.h"
+#include "server/tts_metrics.h"
 
 namespace brisvox::server {
 
@@ -29,6 +30,7 @@ struct ServerContext {
   Engine& engine;
   boost::asio::thread_pool& jobs;  // POST /v1/vad: decoding and feeding (waits, never infers)
   ServerMetrics metrics;
+  TtsMetrics tts_metrics;  // POST and WebSocket /v1/tts
   SessionRegistry sessions;
   ConnectionLimiter connections;  // HTTP connections (limits.max_connections, _per_client)
   UploadLimiter uploads;          // POST uploads in progress (limits.max_uploads)
