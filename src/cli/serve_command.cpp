@@ -115,6 +115,9 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--max-connections-per-client", l.max_connections_per_client,
                  "HTTP connections open at once from one client address; more get 503")
       ->capture_default_str();
+  app.add_option("--max-streams-per-client", l.max_streams_per_client,
+                 "WebSocket streams open at once from one client address (0: only --max-streams); more get 503")
+      ->capture_default_str();
   app.add_option("--request-head-timeout-s", l.request_head_timeout_s,
                  "A connection that sends no complete request head for this long gets 408 and is closed")
       ->capture_default_str();

@@ -94,6 +94,12 @@ void HttpSession::run() {
   net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::read_request, shared_from_this()));
 }
 
+std::string HttpSession::client_address() const {
+  beast::error_code ec;
+  const auto ep = stream_.socket().remote_endpoint(ec);
+  return ec ? std::string("?") : ep.address().to_string();
+}
+
 void HttpSession::refuse_connection() {
   const auto& l = ctx_.config.limits;
   const bool total = slot_.refused() == ConnectionLimiter::Refusal::kTotal;
@@ -354,7 +360,7 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
 }
 
 void HttpSession::upgrade(Request request) {
-  Admission a = admit_stream(ctx_, request, stream_.get_executor());
+  Admission a = admit_stream(ctx_, request, stream_.get_executor(), client_address());
   if (a.refusal) {
     a.refusal->keep_alive(false);
     send(std::move(*a.refusal), true);
@@ -362,6 +368,7 @@ void HttpSession::upgrade(Request request) {
   }
   auto session = std::make_shared<WsSession>(std::move(stream_), ctx_, std::move(a.request), std::move(a.stream),
                                              std::move(a.wakeup), peer_);
+  session->hold(std::move(a.client_slot));
   slot_.release();  // a stream counts in limits.max_streams from here
   if (ctx_.config.access_log) {
     Response switching{http::status::switching_protocols, request.version()};

@@ -28,6 +28,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
  private:
   void refuse_connection();
+  std::string client_address() const;  // the peer's IP address (limits per client)
   void read_request();
   // The request's deadline: the head within limits.request_head_timeout_s, the whole request
   // within limits.http_timeout_s; past it the read is cancelled and answered 408.

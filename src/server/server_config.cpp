@@ -42,6 +42,9 @@ void ServerConfig::validate() const {
           fmt::format("--max-connections must be 1 to 1000000, got {}", l.max_connections));
   require(l.max_connections_per_client >= 1 && l.max_connections_per_client <= 1000000,
           fmt::format("--max-connections-per-client must be 1 to 1000000, got {}", l.max_connections_per_client));
+  require(l.max_streams_per_client >= 0 && l.max_streams_per_client <= 100000,
+          fmt::format("--max-streams-per-client must be 0 (no limit but --max-streams) to 100000, got {}",
+                      l.max_streams_per_client));
   require(l.max_request_buffer_bytes >= (32 << 10),
           fmt::format("max_request_buffer_bytes must be at least 32768, got {}", l.max_request_buffer_bytes));
   require(std::isfinite(l.max_rate) && l.max_rate >= 1.0 && l.max_rate <= 10000.0,

@@ -31,6 +31,9 @@ struct ServerLimits {
   // is lowered at start to fit the open-file limit (raised to its hard limit) with max_streams.
   int max_connections = 1024;
   int max_connections_per_client = 256;
+  // WebSocket streams open at once from one client address (0: only max_streams applies). Off by
+  // default: behind a reverse proxy every client has the proxy's address.
+  int max_streams_per_client = 0;
   // Bytes of one request held before the parser can use them: the header (16 KiB at most), a
   // chunk-size line with its extensions, a trailer. Beast 1.74 bounds none of the last two, so the
   // session's buffer is capped: beyond, 400 and close.

@@ -24,7 +24,10 @@ struct ServerContext {
         engine(server_engine),
         jobs(job_pool),
         connections(server_config.limits.max_connections, server_config.limits.max_connections_per_client),
-        uploads(server_config.limits.max_uploads) {}
+        uploads(server_config.limits.max_uploads),
+        stream_clients(server_config.limits.max_streams, server_config.limits.max_streams_per_client > 0
+                                                              ? server_config.limits.max_streams_per_client
+                                                              : server_config.limits.max_streams) {}
 
   const ServerConfig& config;
   Engine& engine;
@@ -34,6 +37,9 @@ struct ServerContext {
   SessionRegistry sessions;
   ConnectionLimiter connections;  // HTTP connections (limits.max_connections, _per_client)
   UploadLimiter uploads;          // POST uploads in progress (limits.max_uploads)
+  // WebSocket streams per client address (limits.max_streams_per_client); the total is
+  // streams_open's to bound.
+  ConnectionLimiter stream_clients;
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
   std::atomic<std::uint64_t> next_session_id{1};
   std::atomic<int> streams_open{0};  // WebSocket sessions admitted (limits.max_streams)

@@ -8,7 +8,8 @@ namespace brisvox::server {
 
 namespace http = boost::beast::http;
 
-Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::any_io_executor strand) {
+Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::any_io_executor strand,
+                       const std::string& client) {
   Admission a;
   auto refuse = [&](http::status status, std::string_view code, std::string_view message) {
     ctx.metrics.count_error(code);
@@ -27,6 +28,19 @@ Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::
     a.request = parse_audio_request(target_query(to_sv(upgrade.target())), AudioEndpoint::kStream);
   } catch (const Error& e) {
     return refuse(http::status::bad_request, "bad_request", e.what());
+  }
+  if (ctx.config.limits.max_streams_per_client > 0) {
+    auto slot = ctx.stream_clients.acquire(client);
+    if (slot.refused() == ConnectionLimiter::Refusal::kPerClient) {
+      ctx.metrics.streams_refused.fetch_add(1);
+      auto res = refuse(http::status::service_unavailable, "too_many_streams",
+                        fmt::format("this client address has {} streams open, the limit per client "
+                                    "(--max-streams-per-client); close one or try again later",
+                                    ctx.config.limits.max_streams_per_client));
+      res.refusal->set(http::field::retry_after, "1");
+      return res;
+    }
+    if (slot.held()) a.client_slot = std::make_shared<ConnectionLimiter::Slot>(std::move(slot));
   }
   const int max_streams = ctx.config.limits.max_streams;
   if (ctx.streams_open.fetch_add(1) >= max_streams) {

@@ -21,9 +21,12 @@ struct Admission {
   AudioRequest request;
   Stream stream;  // open, its on_events bound to `wakeup`
   std::shared_ptr<StreamWakeup> wakeup;
+  std::shared_ptr<void> client_slot;  // the client address's stream slot: the session holds it
 };
 
 // On success the caller owns one unit of ctx.streams_open (WsSession releases it).
-Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::any_io_executor strand);
+// `client`: the peer's address, for limits.max_streams_per_client.
+Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::any_io_executor strand,
+                       const std::string& client);
 
 }  // namespace brisvox::server

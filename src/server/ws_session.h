@@ -54,6 +54,9 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
             std::shared_ptr<StreamWakeup> wakeup, std::string peer);
   ~WsSession() override;
 
+  // Keeps `token` (a slot of a limit) until the session is destroyed.
+  void hold(std::shared_ptr<void> token) { held_ = std::move(token); }
+
   // Completes the WebSocket handshake of `upgrade` and starts reading.
   void start(boost::beast::http::request<boost::beast::http::string_body> upgrade);
 
@@ -106,6 +109,7 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   const std::string peer_;
   Stream stream_;
   std::shared_ptr<StreamWakeup> wakeup_;
+  std::shared_ptr<void> held_;  // hold(): the client address's stream slot
   int model_rate_hz_;
   PcmDecoder decoder_;
   RateLimiter rate_;

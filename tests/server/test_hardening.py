@@ -409,7 +409,7 @@ def test_host_allow_list(c):
         assert r[0] == 200, (host, r)
     r = request(s, upgrade_head(s, origin=f"http://127.0.0.1:{p}"))
     assert r[0] == 101, r
-    wait_streams_closed(s)  # --max-streams 1
+    wait_streams_closed(s)
     r = request(s, upgrade_head(s, host=f"app.internal:{p}", origin=f"http://app.internal:{p}"))
     assert r[0] == 101, r  # --allow-host app.internal
 
@@ -500,26 +500,59 @@ def test_ping_only_stream_times_out(c):
 
 # --- Operations: readiness ------------------------------------------------------------------------
 
+def open_stream(server, source):
+    """A WebSocket upgrade from `source` held open: the socket, after the 101 (or the refusal)."""
+    sock = connect(server, source)
+    sock.sendall(upgrade_head(server))
+    return sock, read_response(sock)  # a 101 has no body (no Content-Length)
+
+
 def test_readyz(c):
-    """/readyz: 200 ready while a new stream would be admitted; 503 not_ready (max_streams) while the
-    only slot (--max-streams 1) is taken; ready again once the stream closes."""
+    """/readyz: 200 ready while a new stream would be admitted; 503 not_ready (max_streams) while both
+    slots (--max-streams 2) are taken; ready again once the streams close."""
     s = c.server
+    wait_streams_closed(s)
     r = get(s, "/readyz")
     assert r[0] == 200 and json.loads(r[2])["status"] == "ready", r
-
-    async def hold():
-        async with websockets.connect(f"ws://127.0.0.1:{s.port}/v1/stream",
-                                      extra_headers={"Authorization": f"Bearer {TOKEN}"}, open_timeout=5) as ws:
-            json.loads(await asyncio.wait_for(ws.recv(), 5))
-            r = await asyncio.get_running_loop().run_in_executor(None, get, s, "/readyz")
-            assert r[0] == 503, r
-            body = json.loads(r[2])
-            assert body["status"] == "not_ready" and body["reasons"] == ["max_streams"], body
-    wait_streams_closed(s)
-    asyncio.run(hold())
+    a, ra = open_stream(s, "127.0.0.1")
+    b, rb = open_stream(s, "127.0.0.2")
+    try:
+        assert ra[0] == 101 and rb[0] == 101, (ra, rb)
+        r = get(s, "/readyz")
+        assert r[0] == 503, r
+        body = json.loads(r[2])
+        assert body["status"] == "not_ready" and body["reasons"] == ["max_streams"], body
+    finally:
+        a.close()
+        b.close()
     wait_streams_closed(s)
     r = get(s, "/readyz")
     assert r[0] == 200, r
+
+
+def test_streams_per_client(c):
+    """--max-streams-per-client 1 (of --max-streams 2): a second stream from the same address gets
+    503 too_many_streams at once, one from another address is accepted; the slot comes back when
+    the stream closes."""
+    s = c.server
+    wait_streams_closed(s)
+    a, ra = open_stream(s, "127.0.0.1")
+    try:
+        assert ra[0] == 101, ra
+        b, rb = open_stream(s, "127.0.0.1")
+        b.close()
+        assert rb[0] == 503 and error_code(rb) == "too_many_streams", rb
+        assert "--max-streams-per-client" in json.loads(rb[2])["error"]["message"], rb
+        other, ro = open_stream(s, "127.0.0.2")
+        other.close()
+        assert ro[0] == 101, ro
+    finally:
+        a.close()
+    wait_streams_closed(s)
+    again, r = open_stream(s, "127.0.0.1")
+    again.close()
+    assert r[0] == 101, r
+    wait_streams_closed(s)
 
 
 # --- Operations: access log ----------------------------------------------------------------------
@@ -637,6 +670,7 @@ TESTS = [
     test_access_log,
     test_ping_only_stream_times_out,
     test_process_and_limit_metrics,
+    test_streams_per_client,
 ]
 
 
@@ -650,11 +684,12 @@ class Context:
 
 def start_server(args):
     if args.legacy:  # a build from before these fixes knows none of the new options
-        return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-streams", "1", "--idle-timeout-s", "2")
+        return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-streams", "2", "--idle-timeout-s", "2")
     return Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-upload-seconds", "20",
                   "--max-uploads", "2", "--max-connections", "24", "--max-connections-per-client", "16",
                   "--request-head-timeout-s", "1", "--http-timeout-s", "3", "--allow-host", "app.internal",
-                  "--max-streams", "1", "--access-log", "--idle-timeout-s", "2")
+                  "--max-streams", "2", "--max-streams-per-client", "1", "--access-log",
+                  "--idle-timeout-s", "2")
 
 
 def main():
