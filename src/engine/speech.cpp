@@ -61,7 +61,7 @@ SpeechSlot::SpeechSlot(std::uint64_t session_id, const SpeechConfig& speech_conf
       events(kSpeechEventCapacity),
       payloads(payload_bytes) {
   worker = tts_worker;
-  key = 0;
+  key.store(kTtsStartKey, std::memory_order_relaxed);
 }
 
 void SpeechSlot::set_error(std::string message) {
