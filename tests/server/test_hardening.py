@@ -22,13 +22,12 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import wave
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server, die_with_parent  # noqa: E402
+from serve_process import Server, die_with_parent, run_tests  # noqa: E402
 
 TOKEN = "s3cret-token"
 MIB = 1 << 20
@@ -692,6 +691,27 @@ def start_server(args):
                   "--idle-timeout-s", "2")
 
 
+def guarded(t, c, servers, args):
+    """`t(c)` bounded by --test-timeout (the tests are synchronous: a thread bounds them), failing
+    if the server died; a dead server is replaced for the tests after it (run_tests kills all)."""
+    def run():
+        err = []
+        th = threading.Thread(target=lambda: _run(t, c, err), daemon=True)
+        th.start()
+        th.join(args.test_timeout)
+        if th.is_alive():
+            raise TimeoutError(f"{t.__name__} ran past {args.test_timeout} s")
+        if not c.server.alive():
+            status = c.server.proc.returncode
+            print("--- server stderr:\n" + "\n".join(c.server.lines[-40:]), file=sys.stderr)
+            c.server = start_server(args)
+            servers.append(c.server)
+            raise AssertionError(f"the server died (status {status})") from (err[0] if err else None)
+        if err:
+            raise err[0]
+    return run
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brisvox", required=True)
@@ -702,45 +722,23 @@ def main():
                          "against a build from before them")
     ap.add_argument("--test-timeout", type=float, default=20, help="seconds per test")
     args = ap.parse_args()
-    tests = [t for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
-    failures = []
+    selected = [t for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="brisvox-hardening-test-") as tmp:
         c = Context(args, tmp)
         c.log = lambda msg: print(f"    {msg}", flush=True)
+        servers = []
         try:
             c.server = start_server(args)
-            for t in tests:
-                t0 = time.monotonic()
-                try:
-                    # Each test is synchronous; a thread bounds it in time.
-                    err = []
-                    th = threading.Thread(target=lambda: _run(t, c, err), daemon=True)
-                    th.start()
-                    th.join(args.test_timeout)
-                    if th.is_alive():
-                        raise TimeoutError(f"{t.__name__} ran past {args.test_timeout} s")
-                    if err:
-                        raise err[0]
-                    if not c.server.alive():
-                        raise AssertionError(f"the server died (status {c.server.proc.returncode})")
-                    print(f"PASS {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-                except Exception as e:
-                    failures.append(t.__name__)
-                    print(f"FAIL {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-                    traceback.print_exception(type(e), e, e.__traceback__)
-                    if not c.server.alive():  # the next tests get a fresh one
-                        print("--- server stderr:\n" + "\n".join(c.server.lines[-40:]), file=sys.stderr)
-                        c.server = start_server(args)
+            servers.append(c.server)
+            failures = run_tests([(t.__name__, guarded(t, c, servers, args)) for t in selected], servers)
         finally:
-            if c.server:
-                c.server.kill()
-            for p in c.procs:
+            for s in servers:
+                s.kill()
+            for p in c.procs:  # the servers a test started itself
                 if p.poll() is None:
                     p.kill()
-            if failures and c.server:
-                print(f"--- server stderr:\n" + "\n".join(c.server.lines[-40:]), file=sys.stderr)
-    print(f"{len(tests) - len(failures)} of {len(tests)} passed in {time.monotonic() - started:.1f} s")
+    print(f"{len(selected) - len(failures)} of {len(selected)} passed in {time.monotonic() - started:.1f} s")
     return 1 if failures else 0
 
 
