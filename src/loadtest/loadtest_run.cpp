@@ -114,7 +114,7 @@ int run_loadtest(const LoadtestOptions& o) {
   if (!o.spawn_server && !o.server_args.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "--server-args goes with --spawn-server");
   }
-  raise_fd_limit();
+  raise_open_file_limit();
   const std::size_t chunk_samples = static_cast<std::size_t>(o.chunk_ms) * kRateHz / 1000;
   const LoopedPcm audio = LoopedPcm::load(o.wav.empty() ? std::string(BRISVOX_DEFAULT_SAMPLE_WAV) : o.wav, chunk_samples);
 

@@ -361,12 +361,4 @@ double load_average_1m() {
   return ::getloadavg(loads, 1) == 1 ? loads[0] : 0.0;
 }
 
-void raise_fd_limit() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &lim);
-  }
-}
-
 }  // namespace brisvox::loadtest

@@ -86,7 +86,5 @@ double self_cpu_s();
 double process_cpu_s(pid_t pid);
 // 1-minute load average, 0 if unknown.
 double load_average_1m();
-// Raises the soft limit of open files to the hard one (each stream is a socket).
-void raise_fd_limit();
 
 }  // namespace brisvox::loadtest

@@ -1,13 +1,12 @@
 #include "server/server.h"
 
 #include <boost/asio/post.hpp>
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <csignal>
 #include <thread>
 #include <vector>
 
+#include "brisvox/runtime/runtime_info.h"
 #include "server/listener.h"
 #include "server/server_context.h"
 #include "server/server_log.h"
@@ -36,19 +35,13 @@ constexpr long long kReservedFds = 64;
 // then lock out every new client), then lowers limits.max_connections so that the connections, the
 // streams and a reserve fit under it: past the cap a client gets a 503, never an accept failure.
 ServerConfig fit_open_file_limit(ServerConfig config) {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return config;
-  if (lim.rlim_cur < lim.rlim_max) {
-    rlimit raised = lim;
-    raised.rlim_cur = lim.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-  }
-  if (lim.rlim_cur == RLIM_INFINITY) return config;
-  const long long room = static_cast<long long>(lim.rlim_cur) - kReservedFds - config.limits.max_streams;
+  const long limit = raise_open_file_limit();
+  if (limit < 0) return config;
+  const long long room = static_cast<long long>(limit) - kReservedFds - config.limits.max_streams;
   const int fit = static_cast<int>(std::clamp<long long>(room, 16, 1000000));
   if (config.limits.max_connections > fit) {
-    log_server("open-file limit {}: --max-connections lowered from {} to {} (room for --max-streams {})",
-               static_cast<long long>(lim.rlim_cur), config.limits.max_connections, fit, config.limits.max_streams);
+    log_server("open-file limit {}: --max-connections lowered from {} to {} (room for --max-streams {})", limit,
+               config.limits.max_connections, fit, config.limits.max_streams);
     config.limits.max_connections = fit;
   }
   return config;

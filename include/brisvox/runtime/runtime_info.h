@@ -23,5 +23,9 @@ long process_rss_bytes();
 // CPU time every process on the machine has used since boot (/proc/stat: all but idle and
 // iowait), seconds; 0 if unknown. Benchmarks difference it to see who else used the cores.
 double machine_busy_cpu_s();
+// Raises this process's soft open-file limit (RLIMIT_NOFILE) to its hard limit; returns the soft
+// limit now in force (-1 if unknown or unlimited). `brisvox serve` and `brisvox loadtest` call it
+// at start: a 1024 soft limit is common and a server or a load test holds one per connection.
+long raise_open_file_limit();
 
 }  // namespace brisvox
