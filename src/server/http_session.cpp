@@ -64,6 +64,9 @@ void normalise_absolute_form(Request& req) {
   const std::string_view rest = target.substr(skip);
   const auto path_start = rest.find_first_of("/?");
   const std::string authority(rest.substr(0, path_start));
+  // No authority ("http:///metrics"): left as it is (no such path), so that it cannot replace the
+  // Host header with an empty one, which the allow-list accepts (HTTP/1.0 may omit Host).
+  if (authority.empty()) return;
   std::string path = path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
   if (path.front() == '?') path.insert(0, "/");
   req.target(path);

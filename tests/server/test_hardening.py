@@ -453,6 +453,11 @@ def test_absolute_form_target(c):
     s = c.server
     r = get(s, f"http://127.0.0.1:{s.port}/healthz")
     assert r[0] == 200 and json.loads(r[2])["status"] == "ok", r
+    # The authority is the Host that is checked: neither a foreign one nor an empty one passes.
+    r = get(s, "http://evil.example/healthz")
+    assert r[0] == 403 and error_code(r) == "forbidden_host", r
+    r = get(s, "http:///metrics", host="evil.example")
+    assert r[0] in (403, 404) and r[0] != 200, r
 
 
 def test_documented_error_codes(c):
