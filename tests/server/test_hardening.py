@@ -502,6 +502,34 @@ def test_ping_only_stream_times_out(c):
     wait_streams_closed(s)
 
 
+def test_oversize_message_refused_at_once(c):
+    """A 2 MiB binary message (limit 1 MiB) is refused from its frame header: message_too_large and
+    close 1009 within a second, instead of after reading it at the paced rate (4x real time: 64 s
+    of audio took 7.7 s) and analysing it."""
+    s = c.server
+    wait_streams_closed(s)
+
+    async def oversize():
+        async with websockets.connect(f"ws://127.0.0.1:{s.port}/v1/stream", max_size=None,
+                                      extra_headers={"Authorization": f"Bearer {TOKEN}"}, open_timeout=5) as ws:
+            json.loads(await asyncio.wait_for(ws.recv(), 5))
+            t0 = time.monotonic()
+            await ws.send(bytes(2 << 20))
+            messages = []
+            try:
+                while True:
+                    messages.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+            except websockets.exceptions.ConnectionClosed:
+                pass
+            return ws.close_code, messages, time.monotonic() - t0
+    code, messages, took = asyncio.run(oversize())
+    assert code == 1009, code
+    assert any(m.get("code") == "message_too_large" for m in messages), messages
+    assert not any(m.get("type") in ("speech_start", "vad") for m in messages), messages
+    assert took < 1.5, f"refused after {took:.1f} s"
+    wait_streams_closed(s)
+
+
 # --- Operations: readiness ------------------------------------------------------------------------
 
 def open_stream(server, source):
@@ -675,6 +703,7 @@ TESTS = [
     test_ping_only_stream_times_out,
     test_process_and_limit_metrics,
     test_streams_per_client,
+    test_oversize_message_refused_at_once,
 ]
 
 
