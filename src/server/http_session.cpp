@@ -129,6 +129,7 @@ void HttpSession::read_request() {
   parser_->body_limit(ctx_.config.limits.max_body_bytes);
   timed_out_ = false;
   head_request_ = false;
+  handler_ = "none";
   log_method_ = "-";
   log_path_ = "-";
   head_time_ = std::chrono::steady_clock::now();
@@ -180,6 +181,7 @@ void HttpSession::on_header(beast::error_code ec) {
 bool HttpSession::check_head() {
   auto& req = parser_->get();
   head_request_ = req.method() == http::verb::head;
+  handler_ = route_name(route_for(req));  // again once an absolute-form target is normalised
   if (ctx_.config.access_log) {
     head_time_ = std::chrono::steady_clock::now();
     log_method_ = std::string(to_sv(req.method_string()));
@@ -203,6 +205,7 @@ bool HttpSession::check_head() {
                   fmt::format("Transfer-Encoding '{}' does not end with chunked", to_sv(req[http::field::transfer_encoding])));
   }
   normalise_absolute_form(req);
+  handler_ = route_name(route_for(req));
   if (!host_ok(ctx_.config.allowed_hosts, to_sv(req[http::field::host]), ctx_.config.host)) {
     return refuse(http::status::forbidden, "forbidden_host",
                   fmt::format("Host '{}' is not a name of this server (a DNS rebinding guard): connect by IP address "
@@ -373,6 +376,7 @@ void HttpSession::upgrade(Request request) {
                                              std::move(a.wakeup), peer_);
   session->hold(std::move(a.client_slot));
   slot_.release();  // a stream counts in limits.max_streams from here
+  ctx_.metrics.count_http_response(handler_, 101);
   if (ctx_.config.access_log) {
     Response switching{http::status::switching_protocols, request.version()};
     log_access(switching, 0);
@@ -423,6 +427,7 @@ void HttpSession::upgrade_tts(Request request) {
   auto session = std::make_shared<TtsWsSession>(std::move(stream_), ctx_, std::move(options), voice,
                                                 std::move(a.speech), std::move(wakeup), peer_);
   slot_.release();  // the WebSocket leaves the HTTP connection count, as /v1/stream's do
+  ctx_.metrics.count_http_response(handler_, 101);
   if (ctx_.config.access_log) {
     Response switching{http::status::switching_protocols, request.version()};
     log_access(switching, 0);
@@ -440,6 +445,7 @@ void HttpSession::send(Response response, bool close_after) {
     response.body().clear();
     response.content_length(size);
   }
+  ctx_.metrics.count_http_response(handler_, response.result_int());
   if (ctx_.config.access_log) log_access(response, response.body().size());
   response_ = std::make_shared<Response>(std::move(response));
   stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s));

@@ -68,6 +68,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool head_request_ = false;          // HEAD: the answer's body is not sent
   std::shared_ptr<void> upload_;       // a unit of ctx.uploads, held until the answer is sent
   // For the access log (limits.access_log): the request's method and path, and when its head came.
+  std::string_view handler_ = "none";  // route_name() of the request, for the HTTP metrics
   std::string log_method_ = "-";
   std::string log_path_ = "-";
   std::chrono::steady_clock::time_point head_time_ = std::chrono::steady_clock::now();

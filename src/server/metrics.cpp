@@ -121,6 +121,16 @@ std::map<std::string, std::uint64_t> ServerMetrics::errors() const {
   return errors_;
 }
 
+void ServerMetrics::count_http_response(std::string_view handler, int status) {
+  std::lock_guard lock(mu_);
+  ++http_responses_[{std::string(handler), status}];
+}
+
+std::map<std::pair<std::string, int>, std::uint64_t> ServerMetrics::http_responses() const {
+  std::lock_guard lock(mu_);
+  return http_responses_;
+}
+
 namespace {
 
 // One metric with a series per model: `value(m)` of each.
@@ -259,8 +269,13 @@ double boot_time_s() {
 
 }  // namespace
 
-std::string render_process_and_limits(const LimitGauges& limits) {
+std::string render_process_and_limits(const LimitGauges& limits, const ServerMetrics& server) {
   std::string out;
+  header(out, "brisvox_http_responses_total", "counter", "HTTP answers sent, by handler and status code.");
+  for (const auto& [key, n] : server.http_responses()) {
+    fmt::format_to(std::back_inserter(out), "brisvox_http_responses_total{{handler=\"{}\",code=\"{}\"}} {}\n",
+                   label_value(key.first), key.second, n);
+  }
   double cpu_s = 0, start_s = 0;
   if (process_times(cpu_s, start_s)) {
     sample(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the process, seconds.", cpu_s);

@@ -33,6 +33,10 @@ class ServerMetrics {
   // One error reported to a client (an error event or an HTTP error), by its protocol code.
   void count_error(std::string_view code);
   std::map<std::string, std::uint64_t> errors() const;
+  // One HTTP answer sent, by handler ("healthz", "vad", "stream", "static", ...; "none" before a
+  // request head was read) and status code (brisvox_http_responses_total{handler,code}).
+  void count_http_response(std::string_view handler, int status);
+  std::map<std::pair<std::string, int>, std::uint64_t> http_responses() const;
 
   std::atomic<std::int64_t> websocket_sessions_active{0};
   std::atomic<std::uint64_t> websocket_sessions_total{0};
@@ -52,6 +56,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::uint64_t> errors_;
+  std::map<std::pair<std::string, int>, std::uint64_t> http_responses_;
 };
 
 // The text of GET /metrics. `rss_bytes` <= 0 leaves the memory gauge out.
@@ -68,7 +73,8 @@ struct LimitGauges {
 // The standard process metrics (process_cpu_seconds_total, process_open_fds, process_max_fds,
 // process_start_time_seconds, from /proc/self) and brisvox_build_info, then the limit gauges:
 // appended to render_prometheus()'s text.
-std::string render_process_and_limits(const LimitGauges& limits);
+// Also brisvox_http_responses_total{handler,code} from `server`.
+std::string render_process_and_limits(const LimitGauges& limits, const ServerMetrics& server);
 
 inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 

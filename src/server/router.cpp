@@ -76,7 +76,8 @@ Response metrics_response(ServerContext& ctx, const Request& request) {
   std::string text = render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes());
   text += render_tts_metrics(ctx.tts_metrics);
   text += render_process_and_limits(
-      {ctx.connections.open(), ctx.connections.max_total(), ctx.uploads.in_progress(), ctx.uploads.max()});
+      {ctx.connections.open(), ctx.connections.max_total(), ctx.uploads.in_progress(), ctx.uploads.max()},
+      ctx.metrics);
   return make_response(request, http::status::ok, kPrometheusContentType, std::move(text));
 }
 
@@ -112,6 +113,23 @@ Route route_for(const Request& request) {
   }
   if (path.starts_with("/v1/")) return Route::kNotFound;
   return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
+}
+
+std::string_view route_name(Route route) {
+  switch (route) {
+    case Route::kHealth: return "healthz";
+    case Route::kReady: return "readyz";
+    case Route::kMetrics: return "metrics";
+    case Route::kStream: return "stream";
+    case Route::kVad: return "vad";
+    case Route::kTranscribe: return "transcribe";
+    case Route::kTts: return "tts";
+    case Route::kPreflight: return "preflight";
+    case Route::kStatic: return "static";
+    case Route::kNotFound: return "not_found";
+    case Route::kMethodNotAllowed: return "method_not_allowed";
+  }
+  return "none";
 }
 
 Response error_response(const Request& request, http::status status, std::string_view code, std::string_view message) {

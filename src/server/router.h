@@ -30,6 +30,9 @@ inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s
 enum class Route { kHealth, kReady, kMetrics, kStream, kVad, kTranscribe, kTts, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
 
 Route route_for(const Request& request);
+// The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
+// "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
+std::string_view route_name(Route route);
 
 // A JSON error answer for `request` (keep-alive as the request asks).
 Response error_response(const Request& request, boost::beast::http::status status, std::string_view code,

@@ -641,6 +641,12 @@ def test_process_and_limit_metrics(c):
     assert values["brisvox_uploads_in_progress"] == 1 and values["brisvox_uploads_max"] == 2, values
     assert values["brisvox_http_connections_open"] >= 2, values  # the held upload and this GET
     assert any(k.startswith("brisvox_build_info{version=") for k in values), sorted(values)
+    # HTTP answers by handler and code: /healthz answered 200 before, an unknown /v1/ path 404.
+    get(s, "/v1/nothing")
+    r = get(s, "/metrics")
+    text = r[2].decode()
+    assert re.search(r'^brisvox_http_responses_total\{handler="healthz",code="200"\} [1-9]', text, re.M), text[-800:]
+    assert re.search(r'^brisvox_http_responses_total\{handler="not_found",code="404"\} [1-9]', text, re.M), text[-800:]
 
 
 # --- Operations: ONNX Runtime telemetry ----------------------------------------------------------
