@@ -9,6 +9,7 @@
 #include "brisvox/error.h"
 #include "cli/commands.h"
 #include "server/server.h"
+#include "server/server_log.h"
 
 namespace brisvox::cli {
 namespace {
@@ -53,8 +54,7 @@ int run_serve(ServeOptions& o) {
     o.config.engine.models.push_back(tts);
   }
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
-  std::fprintf(stderr, "brisvox serve: listening on %s\n", server.url().c_str());
-  std::fflush(stderr);
+  server::log_server("listening on {}", server.url());
   server.run();
   return kExitOk;
 }
@@ -134,6 +134,7 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--allow-host", c.allowed_hosts,
                  "A Host name this server answers to besides IP addresses, localhost and --host (repeatable; "
                  "'*' for any): other names get 403, against DNS rebinding");
+  app.add_flag("--log-timestamps", c.log_timestamps, "Start each log line with its UTC time (ISO 8601)");
   app.add_flag("--access-log", c.access_log,
                "Log one line per HTTP answer: client, method, path, status, bytes, ms, error code");
   app.add_option("--web-dir", c.web_dir, "Folder of the demo page (default: the source tree's web/)");

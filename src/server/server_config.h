@@ -90,6 +90,7 @@ struct ServerConfig {
   // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;
+  bool log_timestamps = false;  // each log line starts with its UTC time (ISO 8601, milliseconds)
   ServerLimits limits;
 
   void validate() const;  // Error(kInvalidArgument) naming the field

@@ -9,6 +9,9 @@
 namespace brisvox::server {
 
 void log_line(std::string_view line);
+// From now on every line starts with its UTC time, "2026-12-01T13:33:24.123Z " (ServerConfig::
+// log_timestamps; off by default: supervisors such as journald stamp lines themselves).
+void set_log_timestamps(bool on);
 
 template <typename... Args>
 void log_server(fmt::format_string<Args...> format, Args&&... args) {

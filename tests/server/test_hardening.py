@@ -530,6 +530,21 @@ def test_oversize_message_refused_at_once(c):
     wait_streams_closed(s)
 
 
+def test_log_timestamps(c):
+    """--log-timestamps: every line starts with its UTC time, ISO 8601 with milliseconds."""
+    proc = subprocess.Popen([c.args.brisvox, "serve", "--host", "127.0.0.1", "--port", "0", "--workers", "1",
+                             "--log-timestamps"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent)
+    c.procs.append(proc)
+    line = proc.stderr.readline()
+    proc.kill()
+    proc.wait(5)
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d{3}Z brisvox serve: listening on http://", line)
+    assert m, line
+    stamp = time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert abs(stamp - time.time()) < 120, (line, time.time())
+
+
 # --- Operations: readiness ------------------------------------------------------------------------
 
 def open_stream(server, source):
@@ -710,6 +725,7 @@ TESTS = [
     test_process_and_limit_metrics,
     test_streams_per_client,
     test_oversize_message_refused_at_once,
+    test_log_timestamps,
 ]
 
 
