@@ -33,7 +33,7 @@ case "$preset" in
     # other layers are single-threaded and covered by asan.
     build_args=(--target brisvox_engine_tests brisvox_fault_injection_tests brisvox_turn_engine_tests
                 brisvox_engine_accounting_tests brisvox_batch_pool_tests brisvox_payload_tests
-                brisvox_stt_engine_tests
+                brisvox_stt_engine_tests brisvox_tts_engine_tests
                 brisvox_server_tests brisvox_cli)
     ctest_args=(-L 'engine|server')
     ;;

@@ -28,6 +28,7 @@
 #include "bench/bench_run.h"
 #include "bench/bench_runner.h"
 #include "bench/bench_stt.h"
+#include "bench/bench_tts.h"
 #include "bench/bench_turn.h"
 
 namespace brisvox::bench {
@@ -186,6 +187,32 @@ void print_engine_phase(const char* title, const EnginePhaseResult& r) {
   if (r.rss_per_stream_kib) fmt::print("  RSS per stream      {:>10.1f}   KiB\n", *r.rss_per_stream_kib);
 }
 
+void print_tts(const Json& tts) {
+  const auto line = [](const char* title, const Json& p) {
+    const Json& f = p["first_audio_ms"];
+    const Json& w = p["whole_reply_ms"];
+    fmt::print("  {:<18}  first audio p50 {:.0f} ms, p99 {:.0f} ms, max {:.0f} ms; whole reply p50 {:.0f} ms; "
+               "{} replies, {} with a playback gap; {:.1f}x real time ({:.1f}x per core); CPU {:.2f} cores (machine "
+               "{:.2f})\n",
+               title, f["p50"].get<double>(), f["p99"].get<double>(), f["max"].get<double>(), w["p50"].get<double>(),
+               p["replies"].get<std::size_t>(), p["replies_with_a_playback_gap"].get<std::size_t>(),
+               p["x_realtime"].get<double>(), p["x_realtime_per_core"].get<double>(),
+               p["process_cpu_cores"].get<double>(), p["machine_busy_cores"].get<double>());
+  };
+  fmt::print("\ntext to speech: {} ({} workers), reply \"{}\"\n", tts["voice"].get<std::string>(),
+             tts["workers"].get<int>(), tts["reply"].get<std::string>());
+  line("alone", tts["alone"]);
+  line(fmt::format("{} clients, loop", tts["concurrent"]["clients"].get<int>()).c_str(), tts["concurrent"]);
+  line(fmt::format("{} clients, burst", tts["burst"]["clients"].get<int>()).c_str(), tts["burst"]);
+  if (tts.contains("throughput")) {
+    const Json& t = tts["throughput"];
+    fmt::print("  throughput          {} texts of {}: {:.1f} s of audio in {:.2f} s, {:.1f}x real time ({:.1f}x per "
+               "core)\n",
+               t["texts"].get<std::size_t>(), t["corpus"].get<std::string>(), t["audio_s"].get<double>(),
+               t["wall_s"].get<double>(), t["x_realtime"].get<double>(), t["x_realtime_per_core"].get<double>());
+  }
+}
+
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
@@ -202,7 +229,8 @@ int run_bench(const BenchOptions& o) {
   const LoopedAudio audio = LoopedAudio::load(o.wav.empty() ? default_wav() : o.wav);
   const bool latency_phase = !o.realtime && !o.skip_latency;
   check(o.stt_window == "full" || o.stt_window == "fit", "--stt-window must be full or fit");
-  check(!(o.skip_load && o.skip_baseline && !latency_phase && o.turn_model.empty() && o.stt_model.empty()),
+  check(!(o.skip_load && o.skip_baseline && !latency_phase && o.turn_model.empty() && o.stt_model.empty() &&
+          o.tts_voice.empty()),
         "every phase is skipped: nothing to measure");
 
   Json report;
@@ -288,6 +316,19 @@ int run_bench(const BenchOptions& o) {
     stt = run_stt_phase(spec, audio);
   }
 
+  nlohmann::ordered_json tts;
+  if (!o.tts_voice.empty()) {
+    progress(fmt::format("tts: Piper {}, one client alone, then {} clients x {} two-sentence replies{}", o.tts_voice,
+                         o.tts_concurrency, o.tts_requests, o.tts_corpus.empty() ? "" : ", then the corpus"));
+    TtsBenchSpec spec;
+    spec.voice = o.tts_voice;
+    spec.concurrency = o.tts_concurrency;
+    spec.requests_per_client = o.tts_requests;
+    spec.workers = o.tts_workers;
+    spec.corpus = o.tts_corpus;
+    tts = run_tts_phase(spec, cores);
+  }
+
   // The headline numbers. Capacity only from a fast load phase; latency from the paced phase.
   const EnginePhaseResult* paced = latency ? &*latency : (load && load->realtime ? &*load : nullptr);
   const EnginePhaseResult* first_engine = load ? &*load : (latency ? &*latency : nullptr);
@@ -338,14 +379,20 @@ int run_bench(const BenchOptions& o) {
   report["turn_latency_ms_p99"] = turn.is_null() ? Json(nullptr) : Json(turn["threads"]["1"]["p99_ms"]);
   if (!turn.is_null()) phases["turn"] = turn;
   if (!stt.is_null()) phases["stt"] = stt;
+  report["tts_first_audio_ms_p50"] = tts.is_null() ? Json(nullptr) : tts["concurrent"]["first_audio_ms"]["p50"];
+  report["tts_first_audio_ms_p99"] = tts.is_null() ? Json(nullptr) : tts["concurrent"]["first_audio_ms"]["p99"];
+  report["tts_x_realtime_per_core"] = tts.is_null() ? Json(nullptr) : tts["concurrent"]["x_realtime_per_core"];
+  if (!tts.is_null()) phases["tts"] = tts;
   report["phases"] = phases;
 
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
     return 0;
   }
-  fmt::print("brisvox bench: Silero VAD {} ({}), {} workers, max batch {}, gather wait {} us\n", o.model,
-             vad.path, workers, o.max_batch, o.gather_wait_us);
+  if (!o.skip_load || latency_phase || !o.skip_baseline) {
+    fmt::print("brisvox bench: Silero VAD {} ({}), {} workers, max batch {}, gather wait {} us\n", o.model,
+               vad.path, workers, o.max_batch, o.gather_wait_us);
+  }
   fmt::print("machine: {} cores, {}, load average {:.2f} at start; ONNX Runtime {}\n", cores,
              report["machine"]["cpu_model"].get<std::string>(), load_average_1m(), ort_version());
   fmt::print("audio: {} ({:.1f} s, looped from a different offset for each stream)\n", audio.source,
@@ -368,6 +415,7 @@ int run_bench(const BenchOptions& o) {
                b.other_cpu_cores, noise_note(b.other_cpu_cores));
     if (b.rss_per_stream_kib) fmt::print("  RSS per stream      {:>10.1f}   KiB (its own session)\n", *b.rss_per_stream_kib);
   }
+  if (!tts.is_null()) print_tts(tts);
   fmt::print("\nsummary\n");
   if (streams_per_core) {
     fmt::print("  streams per core    {:.1f}", *streams_per_core);
@@ -378,6 +426,14 @@ int run_bench(const BenchOptions& o) {
     fmt::print("  added latency       p50 {:.2f} ms, p99 {:.2f} ms, p99.9 {:.2f} ms ({} streams, {})\n",
                ms(paced->added_latency.p50_us()), ms(paced->added_latency.p99_us()), ms(paced->added_latency.p999_us()),
                paced->num_streams, paced->kept_up ? "kept up" : "did NOT keep up");
+  }
+  if (!tts.is_null()) {
+    const Json& c = tts["concurrent"];
+    fmt::print("  tts first audio     p50 {:.0f} ms, p99 {:.0f} ms ({} clients; alone p50 {:.0f} ms); {:.1f}x real time "
+               "per core\n",
+               c["first_audio_ms"]["p50"].get<double>(), c["first_audio_ms"]["p99"].get<double>(),
+               c["clients"].get<int>(), tts["alone"]["first_audio_ms"]["p50"].get<double>(),
+               c["x_realtime_per_core"].get<double>());
   }
   if (first_engine && first_engine->rss_per_stream_kib) {
     fmt::print("  RSS per stream      {:.1f} KiB", *first_engine->rss_per_stream_kib);

@@ -35,6 +35,11 @@ struct BenchOptions {
   int stt_threads = 1;
   int stt_workers = 1;
   int stt_max_batch = 8;
+  std::string tts_voice;   // adds the text-to-speech phases (bench_tts.h)
+  int tts_concurrency = 8;
+  int tts_requests = 5;    // replies per client
+  int tts_workers = 0;
+  std::string tts_corpus;  // the throughput phase's texts
 };
 
 // Runs the phases and prints the report on stdout; 0 when done. Throws Error for bad options or

@@ -66,6 +66,20 @@ Command add_bench_command(CLI::App& app) {
   app.add_option("--stt-max-batch", o->stt_max_batch, "Whisper decoder slots per worker (segments decoded together)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--tts-voice", o->tts_voice,
+                 "Also time text-to-speech with this Piper voice: first audio of a two-sentence reply, alone and "
+                 "under --tts-concurrency clients, real-time factor per core");
+  app.add_option("--tts-concurrency", o->tts_concurrency, "Clients speaking at once in the TTS phase")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--tts-requests", o->tts_requests, "Replies per client in the TTS phase")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--tts-workers", o->tts_workers, "TTS workers (0: one per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--tts-corpus", o->tts_corpus,
+                 "A text file, one text per line: also the throughput of the TTS workers on it (x real time)");
   app.add_flag("--json", o->json, "Print one JSON object (progress goes to stderr when it is a terminal)");
   app.footer(
       "Phases (each: --warmup-seconds, then --seconds measured):\n"
@@ -76,6 +90,9 @@ Command add_bench_command(CLI::App& app) {
       "            (a frame's last sample pushed -> its events ready to poll).\n"
       "  baseline  --baseline-streams streams with a session each (batch 1, one thread), as sherpa-onnx and\n"
       "            pipecat run Silero, on as many threads as workers: speedup_vs_baseline.\n"
+      "  tts       (--tts-voice) one client alone, then --tts-concurrency clients in a closed loop, each\n"
+      "            speaking a two-sentence reply --tts-requests times: time to first audio p50/p99, gaps,\n"
+      "            x real time per core; with --tts-corpus, the throughput on those texts.\n"
       "The fast capacity overstates what paced streams sustain (smaller batches, the feeder's share of\n"
       "the cores): on 2 cores, 80 % of it is near the real-time limit. Lower --latency-load for the knee.\n"
       "Examples:\n"
@@ -84,7 +101,8 @@ Command add_bench_command(CLI::App& app) {
       "  brisvox bench --max-batch 64 --gather-wait-us 1000 --skip-baseline\n"
       "  brisvox bench --realtime --streams 500 --seconds 30    can this machine serve 500 live streams?\n"
       "  brisvox bench --skip-load --latency-streams 300 --skip-baseline\n"
-      "  brisvox bench --model v6 --wav call_8k.wav --workers 4");
+      "  brisvox bench --model v6 --wav call_8k.wav --workers 4\n"
+      "  brisvox bench --skip-load --skip-latency --skip-baseline --tts-voice en_US-joe-medium   TTS only");
   return [o] { return bench::run_bench(*o); };
 }
 

@@ -23,5 +23,7 @@ Command add_bench_command(CLI::App& app);
 Command add_turn_command(CLI::App& app);
 Command add_loadtest_command(CLI::App& app);
 Command add_transcribe_command(CLI::App& app);
+Command add_say_command(CLI::App& app);
+Command add_voices_command(CLI::App& app);
 
 }  // namespace brisvox::cli

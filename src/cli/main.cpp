@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
   using namespace brisvox;
   CLI::App app{
-      "brisvox: local, real-time speech inference (voice activity detection) on ONNX Runtime.\n",
+      "brisvox: local, real-time speech inference (voice activity detection, end of turn, text-to-speech) on ONNX Runtime.\n",
       "brisvox"};
   app.footer(
       "Examples:\n"
@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       "  brisvox doctor                               ONNX Runtime, models, threads\n"
       "  brisvox mel speech.wav -o mel.npy            Whisper log-mel features [80, frames]\n"
       "  brisvox bench --json                         streams per core, latency, vs a session per stream\n"
+      "  brisvox say -o hello.wav \"Hello there.\"       text-to-speech with a Piper voice (brisvox voices)\n"
       "Run `brisvox COMMAND --help` for the options of a command.");
   app.require_subcommand(1);
   app.set_version_flag("--version", fmt::format("brisvox {} (ONNX Runtime {})", BRISVOX_VERSION,
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
   add(&cli::add_bench_command, "bench",
       "Measure streams per core, added latency and memory per stream against a session per stream");
   add(&cli::add_loadtest_command, "loadtest", "Load-test a running `brisvox serve` on this machine: WebSocket streams in real time");
+  add(&cli::add_say_command, "say", "Speak text with a Piper voice into a WAV file or raw PCM (text-to-speech)");
+  add(&cli::add_voices_command, "voices", "List the installed Piper voices");
 
   try {
     app.parse(argc, argv);

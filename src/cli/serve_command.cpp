@@ -21,6 +21,8 @@ struct ServeOptions {
   int turn_threads = 1;
   std::string stt_model;
   int stt_threads = 1;
+  std::string tts_voice;
+  int tts_workers = 0;
 };
 
 int run_serve(ServeOptions& o) {
@@ -40,6 +42,11 @@ int run_serve(ServeOptions& o) {
     stt.session.intra_op_threads = o.stt_threads;
     o.config.engine.models.push_back(stt);
   }
+  if (!o.tts_voice.empty()) {
+    ModelSpec tts = ModelSpec::piper_tts(o.tts_voice);  // named "tts"; a run deadline of at least 20 s
+    tts.num_workers = o.tts_workers;
+    o.config.engine.models.push_back(tts);
+  }
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
   std::fprintf(stderr, "brisvox serve: listening on %s\n", server.url().c_str());
   std::fflush(stderr);
@@ -58,11 +65,14 @@ Command add_serve_command(CLI::App& app) {
       "  GET  /v1/stream?sample_rate=16000&encoding=pcm_s16le   WebSocket: audio in, speech events out\n"
       "  POST /v1/vad                                            an audio file in, its segments out\n"
       "  POST /v1/transcribe                                     an audio file in, its transcript out (--stt-model)\n"
+      "  POST /v1/tts, GET /v1/tts (WebSocket)                   text in, speech out (--tts-voice)\n"
       "  GET  /healthz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"
       "  brisvox serve --host 0.0.0.0 --port 8700 --token secret --allow-origin https://app.example.com\n"
-      "  curl --data-binary @call.wav http://127.0.0.1:8700/v1/vad");
+      "  curl --data-binary @call.wav http://127.0.0.1:8700/v1/vad\n"
+      "  brisvox serve --tts-voice en_US-joe-medium\n"
+      "  curl -d '{\"text\":\"Hello there.\"}' -o hello.wav http://127.0.0.1:8700/v1/tts");
   app.add_option("--host", c.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", c.port, "Port; 0 picks a free one (printed on start)")->capture_default_str();
   app.add_option("--models-dir", o->models_dir,
@@ -78,6 +88,9 @@ Command add_serve_command(CLI::App& app) {
                  "POST /v1/transcribe");
   app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")
       ->capture_default_str();
+  app.add_option("--tts-voice", o->tts_voice,
+                 "Piper voice (an installed name or a VOICE.onnx path): enables POST and WebSocket /v1/tts");
+  app.add_option("--tts-workers", o->tts_workers, "Text-to-speech threads, one espeak-ng pair each (default: one per core)");
   app.add_option("--io-threads", c.io_threads, "Network threads (they never run inference)")->capture_default_str();
   app.add_option("--max-streams", l.max_streams, "WebSocket streams open at once; more are refused with 503")
       ->capture_default_str();

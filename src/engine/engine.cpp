@@ -12,6 +12,7 @@
 #include "engine/model_registry.h"
 #include "engine/pool/run_watchdog.h"
 #include "engine/stages/stt_stage.h"
+#include "engine/stages/tts_stage.h"
 #include "engine/stages/turn_stage.h"
 #include "engine/stages/vad_stage.h"
 
@@ -33,6 +34,9 @@ std::string_view to_string(EventType type) noexcept {
     case EventType::kTurnEnd: return "turn_end";
     case EventType::kTurnIncomplete: return "turn_incomplete";
     case EventType::kTranscript: return "transcript";
+    case EventType::kTtsAudio: return "tts_audio";
+    case EventType::kTtsEnd: return "tts_end";
+    case EventType::kTtsCancelled: return "tts_cancelled";
   }
   return "unknown";
 }
@@ -176,11 +180,29 @@ Stream Engine::open_stream(const StreamConfig& requested) {
   return Stream(this, std::move(slot));
 }
 
+Speech Engine::open_speech(const SpeechConfig& config) {
+  config.validate();
+  Impl& m = *impl_;
+  engine::TtsPool* tts = m.models.tts_pool(config.model);
+  if (tts == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the speech session names voice '{}', but the engine has no Piper voice under that name (add "
+                            "ModelSpec::piper_tts(VOICE) to EngineConfig::models; the CLI and server: --voice / "
+                            "--tts-voice; its models: {})",
+                            config.model, m.models.describe()));
+  }
+  if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
+  return Speech(tts->open(config, m.next_id.fetch_add(1)));
+}
+
 void Engine::drain() {
   Impl& m = *impl_;
   {
     std::lock_guard lock(m.open_mu);
     m.draining.store(true);
+  }
+  for (const auto& p : m.models.pools()) {
+    if (p->spec().family == ModelFamily::kPiperTts) static_cast<engine::TtsPool*>(p.get())->refuse_new_work();
   }
   const std::vector<std::shared_ptr<StreamSlot>> all = m.shared.streams.snapshot();
   for (auto& s : all) {

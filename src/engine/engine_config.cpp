@@ -32,6 +32,7 @@ std::string_view to_string(ModelFamily family) noexcept {
     case ModelFamily::kSileroVad: return "silero_vad";
     case ModelFamily::kSmartTurn: return "smart_turn";
     case ModelFamily::kWhisper: return "whisper";
+    case ModelFamily::kPiperTts: return "piper_tts";
   }
   return "unknown";
 }
@@ -60,13 +61,25 @@ ModelSpec ModelSpec::whisper(std::string path, std::string name) {
   return entry(ModelFamily::kWhisper, std::move(path), std::move(name));
 }
 
+ModelSpec ModelSpec::piper_tts(std::string path, std::string name) {
+  ModelSpec s = entry(ModelFamily::kPiperTts, std::move(path), std::move(name));
+  // As piper_session_config(): ONNX Runtime's CPU arena on, since VITS's intermediates change size
+  // with every sentence (docs/PERFORMANCE.md, text-to-speech).
+  s.session.cpu_arena = true;
+  return s;
+}
+
 void ModelSpec::validate() const {
   require(valid_name(name), fmt::format("model name '{}' must be 1 to 64 letters, digits, '-', '_' or '.'", name));
   const std::string m = fmt::format("model '{}'", name);
   require(!path.empty(), fmt::format("{} ({}): path is empty: give a model file", m, to_string(family)));
   require(num_workers >= 0 && num_workers <= 1024,
           fmt::format("{}: num_workers must be 0 (the family's default) to 1024, got {}", m, num_workers));
-  const int most_batch = family == ModelFamily::kSmartTurn || family == ModelFamily::kWhisper ? 64 : 512;
+  // Piper: one sentence per run. On CPU a batch costs as much per sentence as single runs, and
+  // every row is decoded to the longest row's length (docs/PERFORMANCE.md, text-to-speech).
+  const int most_batch = family == ModelFamily::kPiperTts                                   ? 1
+                         : family == ModelFamily::kSmartTurn || family == ModelFamily::kWhisper ? 64
+                                                                                                : 512;
   require(max_batch >= 0 && max_batch <= most_batch,
           fmt::format("{}: max_batch must be 0 (the family's default) or 1 to {}, got {}", m, most_batch, max_batch));
   require(max_gather_wait_us >= -1 && max_gather_wait_us <= 1'000'000,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "engine/stages/stt_stage.h"
+#include "engine/stages/tts_stage.h"
 #include "engine/stages/turn_stage.h"
 #include "engine/stages/vad_stage.h"
 
@@ -18,6 +19,8 @@ std::unique_ptr<ModelPool> make_pool(const ModelSpec& spec, const EngineConfig& 
       return std::make_unique<TurnPool>(spec);
     case ModelFamily::kWhisper:
       return std::make_unique<SttPool>(spec);
+    case ModelFamily::kPiperTts:
+      return std::make_unique<TtsPool>(spec);
   }
   throw Error(ErrorCode::kInternal, fmt::format("model '{}': unknown family", spec.name));
 }
@@ -57,6 +60,10 @@ TurnPool* ModelRegistry::turn_pool(std::string_view name) const noexcept {
 
 SttPool* ModelRegistry::stt_pool(std::string_view name) const noexcept {
   return static_cast<SttPool*>(find(name, ModelFamily::kWhisper));
+}
+
+TtsPool* ModelRegistry::tts_pool(std::string_view name) const noexcept {
+  return static_cast<TtsPool*>(find(name, ModelFamily::kPiperTts));
 }
 
 std::string ModelRegistry::describe() const {

@@ -18,6 +18,7 @@ struct EngineShared;
 class VadPool;
 class TurnPool;
 class SttPool;
+class TtsPool;
 
 class ModelRegistry {
  public:
@@ -31,6 +32,7 @@ class ModelRegistry {
   VadPool* vad_pool(std::string_view name) const noexcept;
   TurnPool* turn_pool(std::string_view name) const noexcept;
   SttPool* stt_pool(std::string_view name) const noexcept;
+  TtsPool* tts_pool(std::string_view name) const noexcept;
   // "vad (silero_vad), turn (smart_turn)": for messages.
   std::string describe() const;
 

@@ -3,6 +3,7 @@
 
 #include "brisvox/engine/engine_config.h"
 #include "brisvox/models/model_paths.h"
+#include "brisvox/models/tts/piper_voices.h"
 
 namespace brisvox {
 
@@ -30,6 +31,13 @@ ModelSpec ModelSpec::family_defaults(ModelFamily family) {
       d.max_batch = 8;
       d.max_gather_wait_us = 0;
       break;
+    case ModelFamily::kPiperTts:
+      // One sentence per run (batching does not pay on CPU), no gather wait: a request waits for
+      // nothing but a free worker. 256 speech sessions open at once.
+      d.max_batch = 1;
+      d.max_gather_wait_us = 0;
+      d.max_pending = 256;
+      break;
   }
   return d;
 }
@@ -41,6 +49,9 @@ ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
     r.run_timeout_ms = engine_run_timeout_ms;
     // A full-window encoder run is ~0.6 s per segment on one core, a batch of 8 several seconds.
     if (family == ModelFamily::kWhisper && engine_run_timeout_ms > 0) r.run_timeout_ms = std::max(engine_run_timeout_ms, 60'000);
+    // A sentence is one run, 100 ms to 5 s of one core by its length (2048 ids at most): the
+    // engine's 2 s would cancel long sentences on a busy machine.
+    if (family == ModelFamily::kPiperTts && engine_run_timeout_ms > 0) r.run_timeout_ms = std::max(engine_run_timeout_ms, 20'000);
   }
   if (r.max_batch == 0) r.max_batch = d.max_batch;
   if (r.max_gather_wait_us < 0) r.max_gather_wait_us = d.max_gather_wait_us;
@@ -63,6 +74,12 @@ ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
       // Every request owns a decoder slot while it is decoded: as many as the slots.
       if (max_pending == 0) r.max_pending = r.num_workers * r.max_batch;
       r.path = resolve_stt_model(path);
+      break;
+    case ModelFamily::kPiperTts:
+      // One worker per core: a sentence is 100 ms to 1 s of one core, and concurrent requests
+      // interleave sentence by sentence on the workers (docs/PERFORMANCE.md, text-to-speech).
+      if (r.num_workers == 0) r.num_workers = std::max(1, cores);
+      r.path = resolve_piper_voice(path);
       break;
   }
   return r;

@@ -10,7 +10,12 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "brisvox/error.h"
+#include "server/query_params.h"
 #include "server/stream_admission.h"
+#include "server/tts_admission.h"
+#include "server/tts_http.h"
+#include "server/tts_ws_session.h"
 #include "server/vad_request.h"
 #include "server/ws_session.h"
 
@@ -128,6 +133,18 @@ void HttpSession::handle(Request request) {
     start_audio_job(std::move(request), route == Route::kVad ? AudioEndpoint::kVad : AudioEndpoint::kTranscribe);
     return;
   }
+  if (route == Route::kTts && (request.method() == http::verb::post || beast::websocket::is_upgrade(request))) {
+    if (auto refusal = check_access(ctx_, request)) {
+      send(std::move(*refusal));
+      return;
+    }
+    if (request.method() == http::verb::post) {
+      start_tts(std::move(request));
+    } else {
+      upgrade_tts(std::move(request));
+    }
+    return;
+  }
   auto res = immediate_response(ctx_, request, route);
   if (res.result_int() >= 400) ctx_.metrics.count_error(res.result_int() == 404 ? "not_found" : "bad_request");
   send(std::move(res));
@@ -166,6 +183,51 @@ void HttpSession::upgrade(Request request) {
   }
   auto session = std::make_shared<WsSession>(std::move(stream_), ctx_, std::move(a.request), std::move(a.stream),
                                              std::move(a.wakeup), peer_);
+  session->start(std::move(request));
+}
+
+void HttpSession::start_tts(Request request) {
+  if (ctx_.draining.load()) {
+    send(error_response(request, http::status::service_unavailable, "shutting_down", "the server is shutting down"));
+    return;
+  }
+  auto exchange = std::make_shared<TtsHttpExchange>(
+      stream_, ctx_, std::move(request), [self = shared_from_this()](std::optional<Response> answer, bool keep_alive) {
+        if (answer) {
+          self->send(std::move(*answer), !keep_alive);
+        } else if (keep_alive) {
+          self->read_request();
+        } else {
+          self->close();
+        }
+      });
+  exchange->start();  // keeps itself alive until it has answered
+}
+
+void HttpSession::upgrade_tts(Request request) {
+  auto refuse = [&](int status, std::string_view code, std::string_view message) {
+    ctx_.metrics.count_error(code);
+    auto res = error_response(request, static_cast<http::status>(status), code, message);
+    res.keep_alive(false);
+    if (status == 503) res.set(http::field::retry_after, "1");
+    send(std::move(res), true);
+  };
+  TtsOptions options;
+  try {
+    options = parse_tts_query(target_query(to_sv(request.target())));
+  } catch (const Error& e) {
+    refuse(400, "bad_request", e.what());
+    return;
+  }
+  auto wakeup = std::make_shared<SpeechWakeup>(stream_.get_executor(), ctx_.gate);
+  TtsAdmission a = open_tts_speech(ctx_, options, wakeup);
+  if (a.refusal) {
+    refuse(a.refusal->status, a.refusal->code, a.refusal->message);
+    return;
+  }
+  const std::string voice = server_voice(ctx_.engine.config())->name;
+  auto session = std::make_shared<TtsWsSession>(std::move(stream_), ctx_, std::move(options), voice,
+                                                std::move(a.speech), std::move(wakeup), peer_);
   session->start(std::move(request));
 }
 

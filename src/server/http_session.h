@@ -32,6 +32,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // POST /v1/vad and /v1/transcribe: decoded and run on a job thread (never on this strand).
   void start_audio_job(Request request, AudioEndpoint endpoint);
   void upgrade(Request request);
+  void start_tts(Request request);    // POST /v1/tts (tts_http.h)
+  void upgrade_tts(Request request);  // WebSocket /v1/tts (tts_ws_session.h)
   void send(Response response, bool close_after = false);
   void on_sent(bool close, boost::beast::error_code ec);
   // After refusing a body: stop sending, read and discard what the client still sends (for a

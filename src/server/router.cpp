@@ -10,6 +10,7 @@
 #include "server/messages.h"
 #include "server/query_params.h"
 #include "server/static_files.h"
+#include "server/tts_metrics.h"
 
 namespace brisvox::server {
 
@@ -48,7 +49,8 @@ Response health_response(ServerContext& ctx, const Request& request) {
 
 Response metrics_response(ServerContext& ctx, const Request& request) {
   return make_response(request, http::status::ok, kPrometheusContentType,
-                       render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes()));
+                       render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes()) +
+                           render_tts_metrics(ctx.tts_metrics));
 }
 
 Response static_response(ServerContext& ctx, const Request& request) {
@@ -71,6 +73,10 @@ Route route_for(const Request& request) {
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
+  }
+  if (path == "/v1/tts") {
+    if (method == http::verb::options) return Route::kPreflight;
+    return method == http::verb::post || method == http::verb::get ? Route::kTts : Route::kMethodNotAllowed;
   }
   if (path.starts_with("/v1/")) return Route::kNotFound;
   return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
@@ -122,6 +128,9 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
     case Route::kStream:
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/stream is a WebSocket endpoint: connect with a WebSocket client");
+    case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");
     case Route::kPreflight: {
       // A preflight carries no credentials: only the origin is checked here.
       if (!origin_ok(ctx.config.allowed_origins, to_sv(request[http::field::origin]),

@@ -5,6 +5,7 @@
 //   GET  /v1/stream    WebSocket upgrade (ws_session.h); without an upgrade: 426
 //   POST /v1/vad       speech segments of an audio file (vad_request.h)
 //   POST /v1/transcribe  the transcript of an audio file (vad_request.h; needs --stt-model)
+//   POST /v1/tts       text to speech, WAV or chunked PCM (tts_http.h); GET: WebSocket (tts_ws_session.h)
 //   GET  /, /<file>    the demo page (static_files.h)
 // Errors are JSON: {"error":{"code":"...","message":"..."}}.
 #pragma once
@@ -24,7 +25,7 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
-enum class Route { kHealth, kMetrics, kStream, kVad, kTranscribe, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+enum class Route { kHealth, kMetrics, kStream, kVad, kTranscribe, kTts, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
 
 Route route_for(const Request& request);
 
@@ -35,8 +36,8 @@ Response error_response(const Request& request, boost::beast::http::status statu
 // Token and Origin checks of the /v1/ endpoints: the refusal (401, 403), or nothing.
 std::optional<Response> check_access(ServerContext& ctx, const Request& request);
 
-// The answer of every route except kStream with an upgrade, kVad and kTranscribe (they wait for the
-// engine).
+// The answer of every route except kStream with an upgrade, kVad, kTranscribe and kTts (they wait
+// for the engine).
 Response immediate_response(ServerContext& ctx, const Request& request, Route route);
 
 // Headers that let an allowed cross-origin page read the answer (none for same-origin pages).

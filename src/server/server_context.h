@@ -13,6 +13,7 @@
 #include "server/post_gate.h"
 #include "server/server_config.h"
 #include "server/session_registry.h"
+#include "server/tts_metrics.h"
 
 namespace brisvox::server {
 
@@ -24,6 +25,7 @@ struct ServerContext {
   Engine& engine;
   boost::asio::thread_pool& jobs;  // POST /v1/vad: decoding and feeding (waits, never infers)
   ServerMetrics metrics;
+  TtsMetrics tts_metrics;  // POST and WebSocket /v1/tts
   SessionRegistry sessions;
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
   std::atomic<std::uint64_t> next_session_id{1};

@@ -371,6 +371,10 @@ void WsSession::handle_event(const Event& e) {
       if (t) send(transcript_message(timeline_s(e.start_s), timeline_s(e.end_s), *t));
       break;
     }
+    case EventType::kTtsAudio:
+    case EventType::kTtsEnd:
+    case EventType::kTtsCancelled:
+      break;  // speech sessions' events (tts_ws_session.cpp): never on a stream
   }
 }
 

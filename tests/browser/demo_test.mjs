@@ -19,6 +19,11 @@
 //    here: edges equal to the CLI's or one 32 ms frame off.
 // 5. Runs the page a second time with ?context_rate=native: the AudioContext at the device rate
 //    and the page's own resampler (web/worklet.js), with the same checks.
+// 6. The text-to-speech box (web/tts.js; the server runs with --tts-voice): types a two-sentence
+//    reply, clicks Speak, waits for window.brisvoxTts.state === 'done', and checks that the page
+//    received exactly the samples `brisvox say` makes for that text (?deterministic=1: noise scales
+//    0), both sentences, a time to first audio, and the status line; then speaks a long text and
+//    clicks Stop after the first audio: the page must end in 'cancelled'.
 // Screenshots go to $TMPDIR: brisvox_demo_page_refused.png (no token), brisvox_demo_page.png (after
 // the first run), _live.png (during it), _native.png (after the second).
 //
@@ -65,6 +70,8 @@ if (!fs.existsSync(sample)) die(`${sample} is missing: run scripts/setup.sh`);
 if (spawnSync('sox', ['--version']).status !== 0) die('sox is missing: run scripts/setup.sh (apt package sox)');
 if (!fs.existsSync(args.brisvox)) die(`brisvox binary not found: ${args.brisvox}`);
 const webDir = path.join(args.root, 'web');
+const voice = path.join(args.root, 'third_party/models/piper/en_US-joe-medium.onnx');
+if (!fs.existsSync(voice)) die(`${voice} is missing: run scripts/setup.sh`);
 if (!fs.existsSync(path.join(webDir, 'index.html'))) die(`${webDir}/index.html is missing`);
 const { chromium } = await import(pathToFileURL(pwEntry).href);
 
@@ -89,7 +96,7 @@ async function cleanup() {
 function startServer() {
   return new Promise((resolve, reject) => {
     const child = spawn(args.brisvox, ['serve', '--host', '127.0.0.1', '--port', '0', '--web-dir', webDir,
-                                       '--token', TOKEN],
+                                       '--token', TOKEN, '--tts-voice', voice, '--tts-workers', '1'],
                         { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     const timer = setTimeout(() => reject(new Error(`no "listening on" line in 30 s; stderr:\n${stderr}`)), 30000);
@@ -156,6 +163,68 @@ async function runPage(port, wav, query, shotName, liveShot) {
     await context.close().catch(() => {});
     context = null;
   }
+}
+
+const TTS_TEXT = 'Hello from the demo page. This reply has two sentences.';
+const TTS_LONG = 'This one goes on for a while. It has a second sentence. And a third one. And a fourth one, too.';
+
+async function runTtsPage(port) {
+  const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: args.chromium, headless: true, viewport: { width: 1000, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+           '--disable-sync', '--no-first-run', '--autoplay-policy=no-user-gesture-required'],
+  });
+  try {
+    const page = context.pages()[0] || await context.newPage();
+    const consoleLines = [];
+    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+    await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}&deterministic=1`);
+    const state = () => page.evaluate(() => JSON.stringify(window.brisvoxTts)).catch(() => '?');
+    await page.getByLabel('Text to speak').fill(TTS_TEXT);
+    await page.getByRole('button', { name: 'Speak' }).click();
+    try {
+      await page.waitForFunction(() => ['done', 'error', 'cancelled'].includes(window.brisvoxTts.state), null,
+                                 { timeout: 30000 });
+    } catch (e) {
+      throw new Error(`the TTS box did not finish: ${await state()}\nconsole:\n${consoleLines.join('\n')}`);
+    }
+    const first = await page.evaluate(() => ({ ...window.brisvoxTts, status: document.getElementById('tts-status').textContent }));
+    const shot = path.join(shotDir, 'brisvox_demo_page_tts.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    // Barge-in: a long text, Stop after its first audio.
+    await page.getByLabel('Text to speak').fill(TTS_LONG);
+    await page.getByRole('button', { name: 'Speak' }).click();
+    await page.waitForFunction(() => window.brisvoxTts.samples > 0 || window.brisvoxTts.state !== 'speaking', null,
+                               { timeout: 30000 });
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.waitForFunction(() => window.brisvoxTts.state !== 'speaking', null, { timeout: 30000 })
+      .catch(() => {});
+    const stopped = await page.evaluate(() => ({ ...window.brisvoxTts, status: document.getElementById('tts-status').textContent }));
+    return { first, stopped, shot, console: consoleLines };
+  } finally {
+    await context.close().catch(() => {});
+    context = null;
+  }
+}
+
+function checkTts(result, expectedSamples) {
+  const problems = [];
+  const f = result.first;
+  if (f.state !== 'done') problems.push(`state ${f.state} (error ${f.error}), expected done`);
+  if (f.samples !== expectedSamples) problems.push(`${f.samples} samples received, brisvox say makes ${expectedSamples}`);
+  if (f.sentences !== 2) problems.push(`${f.sentences} sentences, expected 2`);
+  if (!(f.firstAudioMs > 0 && f.firstAudioMs < 20000)) problems.push(`time to first audio ${f.firstAudioMs}`);
+  if (!/^Done: 2 sentences/.test(f.status)) problems.push(`status '${f.status}'`);
+  const s = result.stopped;
+  if (s.state !== 'cancelled') problems.push(`after Stop: state ${s.state} (error ${s.error}), expected cancelled`);
+  if (!/^Stopped after/.test(s.status)) problems.push(`after Stop: status '${s.status}'`);
+  log(`tts: ${f.samples} samples at ${f.sampleRate} Hz, first audio after ${Math.round(f.firstAudioMs)} ms; ` +
+      `stopped after ${s.audioS.toFixed(2)} s; screenshot ${result.shot}`);
+  if (problems.length && result.console.length) log(`tts: browser console:\n  ${result.console.join('\n  ')}`);
+  for (const p of problems) console.error(`browser.demo_page: tts: ${p}`);
+  return problems.length === 0;
 }
 
 function check(name, result, expected) {
@@ -230,8 +299,15 @@ try {
     const result = await runPage(server.port, wav, query, shot, liveShot);
     if (check(name, result, expected)) passed++;
   }
-  console.log(`browser.demo_page: ${passed} passed, ${runs.length + 1 - passed} failed`);
-  ok = passed === runs.length + 1;
+  {
+    const raw = path.join(tmp, 'say.raw');
+    const say = spawnSync(args.brisvox, ['say', '-q', '--voice', voice, '--noise-scale', '0', '--noise-w-scale', '0',
+                                         '--format', 'raw', '-o', raw, TTS_TEXT], { encoding: 'utf8' });
+    if (say.status !== 0) throw new Error(`brisvox say failed (${say.status}): ${say.stderr}`);
+    if (checkTts(await runTtsPage(server.port), fs.statSync(raw).size / 2)) passed++;
+  }
+  console.log(`browser.demo_page: ${passed} passed, ${runs.length + 2 - passed} failed`);
+  ok = passed === runs.length + 2;
   if (!ok) console.error(`server log:\n${server.log()}`);
 } catch (e) {
   console.error(`browser.demo_page: FAIL: ${e && e.stack ? e.stack : e}`);

@@ -730,7 +730,7 @@ TEST(CliHelp, VersionNamesBrisvoxAndOnnxRuntime) {
 TEST(CliHelp, EveryOptionIsDocumented) {
   const std::string doc = read_file(std::string(BRISVOX_SOURCE_DIR) + "/docs/CLI.md");
   ASSERT_FALSE(doc.empty()) << "docs/CLI.md missing";
-  for (const std::string command : {"", "vad", "doctor"}) {
+  for (const std::string command : {"", "vad", "doctor", "say", "voices"}) {
     const ProcessResult r = brisvox(command.empty() ? std::vector<std::string>{"--help"}
                                                     : std::vector<std::string>{command, "--help"});
     ASSERT_EQ(r.exit_code, 0) << r.describe();

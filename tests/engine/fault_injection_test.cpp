@@ -5,6 +5,7 @@
 // misbehaves while every other runs normally.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "brisvox/models/vad/offline_segmenter.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "engine/engine_test_util.h"
+#include "engine/pool/pool_clock.h"
 #include "engine/pool/run_watchdog.h"
 #include "test_paths.h"
 
@@ -91,6 +93,27 @@ TEST(RunDeadline, EndWaitsForAWatchdogBetweenClaimAndFlag) {
   watchdog.join();
 }
 
+TEST(RunWatchdog, ARunnerWithItsOwnDeadlineIsCancelledByThatOne) {
+  // Two runners in flight since the same moment: one with a 50 ms deadline, one with 60 s. Only
+  // the first is cancelled (ModelSpec::run_timeout_ms: one deadline per runner).
+  engine::RunWatchdog watchdog;
+  engine::RunDeadline own, engines;
+  std::atomic<int> own_cancels{0}, engine_cancels{0};
+  watchdog.watch(own, [&] { ++own_cancels; }, 50);
+  watchdog.watch(engines, [&] { ++engine_cancels; }, 60'000);
+  const std::int64_t start = engine::now_ns();
+  own.begin(start);
+  engines.begin(start);
+  watchdog.start();
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (own_cancels.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(own_cancels.load(), 1);
+  EXPECT_TRUE(own.end(start));
+  EXPECT_EQ(engine_cancels.load(), 0);
+  EXPECT_FALSE(engines.end(start));
+  watchdog.stop();
+}
+
 TEST(RunTimeout, ConfigIsValidated) {
   EngineConfig c;
   c.model("vad").path = test::generated_model("silero_contract.onnx");
@@ -108,6 +131,13 @@ TEST(RunTimeout, ConfigIsValidated) {
   c.run_timeout_ms = 0;
   EXPECT_NO_THROW(c.validate());
   EXPECT_EQ(to_string(ErrorCode::kInferenceTimeout), "inference_timeout");
+  // A model's own deadline: -1 (the engine's), 0 (none) or 10 to 600000.
+  for (int bad : {-2, 5, 600'001}) {
+    c.model("vad").run_timeout_ms = bad;
+    EXPECT_THROW(c.validate(), Error) << bad;
+  }
+  c.model("vad").run_timeout_ms = -1;
+  EXPECT_EQ(c.model("vad").resolved(1, 2000).run_timeout_ms, 2000) << "Silero keeps the engine's";
 }
 
 // --- a Run that fails for one batch ---------------------------------------------------------

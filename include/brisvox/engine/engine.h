@@ -10,7 +10,8 @@
 //
 // Pipelines. A stream runs the stages its StreamConfig names: VAD always (it clocks the stream),
 // then end-of-turn detection when asked for. Each stage uses a model of the registry by name
-// (engine_config.h).
+// (engine_config.h). Text-to-speech is a session kind of its own (open_speech, speech.h): text in,
+// audio chunks out, on the same kind of pool.
 //
 // Threads. Inference runs only on the models' workers (one ONNX Runtime session each, one intra-op
 // thread unless configured). A stream belongs to one VAD worker for its whole life, so its state is
@@ -44,6 +45,7 @@
 #include "brisvox/engine/engine_config.h"
 #include "brisvox/engine/engine_stats.h"
 #include "brisvox/engine/events.h"
+#include "brisvox/engine/speech.h"
 
 namespace brisvox {
 
@@ -132,8 +134,15 @@ class Engine {
 
   // Error(kOverloaded) at capacity, Error(kInvalidArgument) for a bad config.
   Stream open_stream(const StreamConfig& config);
+  // A text-to-speech session on the Piper voice `config.model` (speech.h). Error(kInvalidArgument)
+  // for a bad config or a model that is no Piper voice of this engine (naming its models),
+  // Error(kOverloaded) when the voice's max_pending sessions are open, Error(kClosed) while
+  // shutting down.
+  Speech open_speech(const SpeechConfig& config);
 
-  // Stops accepting streams, flushes every open stream and waits until all are processed.
+  // Stops accepting streams and speech sessions, flushes every open stream and waits until all are
+  // processed. Speech sessions are not waited for (their readers may have stopped reading): their
+  // later speak() calls fail, and ~Engine abandons what they had not synthesised.
   void drain();
 
   EngineStats stats() const;

@@ -32,9 +32,10 @@ enum class ModelFamily {
   kSmartTurn,  // requests: Smart Turn v3.x end-of-turn analyses (resolve_turn_model: "v3.2" or a path)
   kWhisper,    // requests of several steps: Whisper speech-to-text (an encoder run, then decoder
                // steps batched across every segment being decoded)
+  kPiperTts,   // requests of several steps: Piper text-to-speech, one sentence per step (speech.h)
 };
 
-std::string_view to_string(ModelFamily family) noexcept;  // "silero_vad", "smart_turn"
+std::string_view to_string(ModelFamily family) noexcept;  // "silero_vad", "smart_turn", "whisper", "piper_tts"
 
 struct ModelSpec {
   std::string name;  // how streams refer to it (StreamConfig stages); unique in the registry
@@ -51,12 +52,14 @@ struct ModelSpec {
   // Request models: requests in flight across all streams (each holds its input, e.g. 8 s of
   // audio for Smart Turn); a stream whose request finds none free waits for one. 0: the family's
   // default (Smart Turn 16; Whisper: num_workers x max_batch, its decoder slots). Ignored by
-  // frame-synchronous models.
+  // frame-synchronous models. Piper: speech sessions open at once (each holds its payload
+  // channel); default 256.
   int max_pending = 0;
   SessionConfig session;  // threads, execution providers
   // The deadline of one of this model's runs (see EngineConfig::run_timeout_ms). -1: the
   // engine's run_timeout_ms (Whisper: at least 60000, a batch of full-window encoder runs takes
-  // seconds); 0: no deadline for this model; else 10 to 600000.
+  // seconds; Piper: at least 20000, a sentence of 2048 phoneme ids takes about 5 s of one core);
+  // 0: no deadline for this model; else 10 to 600000.
   int run_timeout_ms = -1;
 
   // The registry entries brisvox knows how to build.
@@ -66,6 +69,9 @@ struct ModelSpec {
   // A Whisper model folder (brisvox's, sherpa-onnx's or Optimum's layout) or an alias
   // (resolve_stt_model: "tiny.en" is the bundled one).
   static ModelSpec whisper(std::string path = "tiny.en", std::string name = "stt");
+  // A Piper voice: VOICE.onnx (VOICE.onnx.json beside it) or an installed voice's name
+  // (piper_voices.h). One worker per core, one sentence per run, ONNX Runtime's arena on.
+  static ModelSpec piper_tts(std::string path, std::string name = "tts");
 
   // A family's defaults for max_batch, max_gather_wait_us and max_pending (num_workers: 0 still).
   static ModelSpec family_defaults(ModelFamily family);

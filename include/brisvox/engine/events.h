@@ -1,5 +1,6 @@
 // What a stream reports back: speech events, optional per-frame probabilities, end-of-turn
-// verdicts, and trouble. Events are small fixed-size records copied through a ring per stream
+// verdicts, and trouble; and what a speech (text-to-speech) session reports: audio chunks and the
+// end of each utterance. Events are small fixed-size records copied through a ring per stream
 // (allocation-free); variable-size results (a speech segment's audio; later transcript text and
 // synthesized audio) travel beside them in the stream's bounded payload channel, and their event
 // says how to read them (payload, payload_bytes, payload_id; Stream::read_payload).
@@ -24,6 +25,11 @@ enum class EventType : std::uint8_t {
   kTurnIncomplete,   // start_s, end_s, probability: the speaker paused but has not finished
   kTranscript,       // start_s, end_s of the segment, probability = its no-speech probability;
                      // the transcript as payload (Stream::read_transcript). SttStage only.
+  // Text-to-speech (Speech, speech.h); `speech` says which utterance and sentence.
+  kTtsAudio,         // a piece of synthesised audio as payload (float32 at Speech::sample_rate_hz());
+                     // start_s, end_s: where it lies in the utterance's audio
+  kTtsEnd,           // the utterance is done: all its audio was delivered (end_s: its length)
+  kTtsCancelled,     // the utterance was stopped by Speech::cancel() (end_s: the audio delivered)
 };
 
 std::string_view to_string(EventType type) noexcept;
@@ -38,6 +44,14 @@ enum class PayloadStatus : std::uint8_t {
                // EngineStats::payloads_dropped
 };
 
+// Where a text-to-speech event belongs: the utterance (Speech::speak's id) and its sentence.
+// Trivial (no initialisers): it shares its 8 bytes with Event::frame_index.
+struct SpeechPosition {
+  std::uint32_t utterance_id;
+  std::uint16_t sentence_index;  // 0-based; kTtsEnd / kTtsCancelled / kError: sentences delivered
+  std::uint16_t sentence_count;  // of the utterance (0 when it ended before its text was phonemized)
+};
+
 // Plain data, 48 bytes.
 struct Event {
   EventType type = EventType::kSpeechStart;
@@ -47,7 +61,10 @@ struct Event {
   float probability = 0.0f;                     // kVadProbability, kTurn*
   double start_s = 0.0;
   double end_s = 0.0;
-  std::int64_t frame_index = 0;                 // kVadProbability, kError: index of the model frame
+  union {
+    std::int64_t frame_index = 0;               // kVadProbability, kError of a stream: index of the model frame
+    SpeechPosition speech;                      // kTts*, kError of a speech session
+  };
   // kOverload: how far behind the stream was (ms of audio waiting), and what was refused so far.
   std::uint32_t backlog_ms = 0;
   std::uint32_t rejected_samples = 0;

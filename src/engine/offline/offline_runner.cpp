@@ -57,6 +57,9 @@ bool drain_events(Job& job) {
         }
         case EventType::kSpeechStart:
         case EventType::kOverload: break;  // only what fits is pushed: no refusals
+        case EventType::kTtsAudio:
+        case EventType::kTtsEnd:
+        case EventType::kTtsCancelled: break;  // speech sessions' events: never on a stream
       }
     }
   }

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brisvox/models/tts/espeak_phonemizer.h"
@@ -143,5 +144,14 @@ class PiperTts {
 
 // Piper's AudioChunk.audio_int16_array: clip(x * 32767, -32767, 32767) truncated to int16.
 std::vector<std::int16_t> piper_to_int16(const std::vector<float>& samples);
+
+// The checks PiperTts::start() makes before it phonemizes, for a caller that accepts a request on
+// one thread and synthesises it on another (an engine worker): an Error from these is an Error
+// from start(), and passing them means start() can fail only in espeak-ng (kRuntime) or on a
+// sentence longer than max_phoneme_ids (kInvalidArgument). Thread-safe, no state.
+// The text: at most max_text_bytes, valid UTF-8, no control characters but tab/CR/LF, not blank.
+void check_piper_text(std::string_view text, std::size_t max_text_bytes);
+// The options (scales, speaker, output rate, volume; `request.text` is not looked at) for `voice`.
+void check_piper_options(const PiperRequest& request, const PiperVoiceConfig& voice);
 
 }  // namespace brisvox

@@ -80,25 +80,34 @@ PiperVits& PiperTts::model() { return impl_->vits; }
 void PiperTts::cancel_run() noexcept { impl_->vits.cancel_run(); }
 void PiperTts::clear_cancel() noexcept { impl_->vits.clear_cancel(); }
 
-PiperSynthesis PiperTts::start(const PiperRequest& request) {
-  Impl& m = *impl_;
-  if (request.text.size() > m.config.max_text_bytes) {
+void check_piper_text(std::string_view text_utf8, std::size_t max_text_bytes) {
+  if (text_utf8.size() > max_text_bytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("text is {} bytes, more than the limit of {} bytes per request; split it into several "
                             "requests",
-                            request.text.size(), m.config.max_text_bytes));
+                            text_utf8.size(), max_text_bytes));
   }
-  const std::u32string text = tts::decode_utf8(request.text);
+  const std::u32string text = tts::decode_utf8(text_utf8);
   tts::check_no_control_characters(text);
   if (std::all_of(text.begin(), text.end(), [](char32_t c) { return tts::is_space(c); })) {
     throw Error(ErrorCode::kInvalidArgument, "text is empty: there is nothing to say");
   }
-  PiperSynthesis s;
-  s.scales_ = m.voice.scales;
-  if (request.noise_scale) s.scales_.noise_scale = *request.noise_scale;
-  if (request.length_scale) s.scales_.length_scale = *request.length_scale;
-  if (request.noise_w_scale) s.scales_.noise_w_scale = *request.noise_w_scale;
-  const PiperScales& sc = s.scales_;
+}
+
+namespace {
+
+PiperScales scales_of(const PiperRequest& request, const PiperVoiceConfig& voice) {
+  PiperScales sc = voice.scales;
+  if (request.noise_scale) sc.noise_scale = *request.noise_scale;
+  if (request.length_scale) sc.length_scale = *request.length_scale;
+  if (request.noise_w_scale) sc.noise_w_scale = *request.noise_w_scale;
+  return sc;
+}
+
+}  // namespace
+
+void check_piper_options(const PiperRequest& request, const PiperVoiceConfig& voice) {
+  const PiperScales sc = scales_of(request, voice);
   if (!std::isfinite(sc.noise_scale) || !std::isfinite(sc.length_scale) || !std::isfinite(sc.noise_w_scale) ||
       sc.noise_scale < 0.0f || sc.noise_scale > 10.0f || sc.noise_w_scale < 0.0f || sc.noise_w_scale > 10.0f ||
       sc.length_scale < 0.05f || sc.length_scale > 20.0f) {
@@ -107,24 +116,31 @@ PiperSynthesis PiperTts::start(const PiperRequest& request) {
                             "0.05 to 20",
                             sc.noise_scale, sc.noise_w_scale, sc.length_scale));
   }
-  s.speaker_id_ = m.voice.num_speakers > 1 ? m.voice.default_speaker_id : 0;
-  if (request.speaker_id) {
-    if (*request.speaker_id < 0 || *request.speaker_id >= m.voice.num_speakers) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("speaker_id {} is outside [0, {}) for voice '{}'",
-                                                           *request.speaker_id, m.voice.num_speakers, m.config.model_path));
-    }
-    s.speaker_id_ = *request.speaker_id;
+  if (request.speaker_id && (*request.speaker_id < 0 || *request.speaker_id >= voice.num_speakers)) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("speaker_id {} is outside [0, {}) for voice '{}'",
+                                                         *request.speaker_id, voice.num_speakers, voice.config_path));
   }
   const int rate = request.output_rate_hz;
-  if (rate != 0 && rate != m.voice.sample_rate_hz && rate != 8000 && rate != 16000 && rate != 24000 && rate != 48000) {
+  if (rate != 0 && rate != voice.sample_rate_hz && rate != 8000 && rate != 16000 && rate != 24000 && rate != 48000) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("output_rate_hz {} is not supported: use 0 (the voice's {} Hz), 8000, 16000, 24000 or 48000",
-                            rate, m.voice.sample_rate_hz));
+                            rate, voice.sample_rate_hz));
   }
-  s.output_rate_hz_ = rate == 0 ? m.voice.sample_rate_hz : rate;
   if (!std::isfinite(request.volume) || request.volume < 0.0f || request.volume > 10.0f) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("volume {} must be 0 to 10", request.volume));
   }
+}
+
+PiperSynthesis PiperTts::start(const PiperRequest& request) {
+  Impl& m = *impl_;
+  check_piper_text(request.text, m.config.max_text_bytes);
+  check_piper_options(request, m.voice);
+  PiperSynthesis s;
+  s.scales_ = scales_of(request, m.voice);
+  s.speaker_id_ = m.voice.num_speakers > 1 ? m.voice.default_speaker_id : 0;
+  if (request.speaker_id) s.speaker_id_ = *request.speaker_id;
+  const int rate = request.output_rate_hz;
+  s.output_rate_hz_ = rate == 0 ? m.voice.sample_rate_hz : rate;
   s.normalize_ = request.normalize;
   s.volume_ = request.volume;
 

@@ -1,0 +1,43 @@
+// Writing mono 16-bit PCM WAV (libsndfile): to a file a piece at a time (synthesised speech,
+// sentence by sentence), or whole into memory (an HTTP answer, a pipe that cannot seek back to
+// the header).
+//
+// Samples are int16 as given: the caller chooses the float -> int16 rule (Piper's is
+// piper_to_int16, so that the files equal piper-tts's byte for byte).
+// Thread-safety: a WavWriter is used by one thread at a time; encode_wav shares no state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace brisvox {
+
+class WavWriter {
+ public:
+  // Creates (or truncates) `path`. Throws Error(kIo) naming the path and the system's reason,
+  // Error(kInvalidArgument) for a rate outside 1 to 768000.
+  WavWriter(const std::string& path, int sample_rate_hz);
+  ~WavWriter();  // closes, ignoring errors (call close() to see them)
+  WavWriter(WavWriter&&) noexcept;
+  WavWriter& operator=(WavWriter&&) noexcept;
+
+  // Appends samples. Throws Error(kIo) when they cannot all be written (a full disk).
+  void write(std::span<const std::int16_t> samples);
+  // Completes the header and closes the file. Throws Error(kIo) on failure. Idempotent.
+  void close();
+  std::uint64_t samples_written() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A whole WAV file (RIFF header + samples) in memory. Throws Error(kInvalidArgument) for a bad
+// rate, Error(kIo) if libsndfile fails.
+std::vector<std::byte> encode_wav(std::span<const std::int16_t> samples, int sample_rate_hz);
+
+}  // namespace brisvox

@@ -1,0 +1,176 @@
+#include "server/tts_params.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "brisvox/error.h"
+#include "server/query_params.h"
+
+namespace brisvox::server {
+namespace {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+
+float number_of(const std::string& key, const Json& v) {
+  if (!v.is_number()) fail(fmt::format("\"{}\" must be a number", key));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail(fmt::format("\"{}\" must be finite", key));
+  return static_cast<float>(d);
+}
+
+int int_of(const std::string& key, const Json& v, int lo, int hi) {
+  if (!v.is_number_integer()) fail(fmt::format("\"{}\" must be an integer", key));
+  const auto i = v.get<long long>();
+  if (i < lo || i > hi) fail(fmt::format("\"{}\" must be {} to {}, got {}", key, lo, hi, i));
+  return static_cast<int>(i);
+}
+
+float query_number(const std::string& key, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(value, &used);
+    if (used != value.size() || !std::isfinite(d)) throw std::invalid_argument(value);
+    return static_cast<float>(d);
+  } catch (const std::exception&) {
+    fail(fmt::format("query key '{}' must be a number, got '{}'", key, value));
+  }
+}
+
+int query_int(const std::string& key, const std::string& value, int lo, int hi) {
+  try {
+    std::size_t used = 0;
+    const long long i = std::stoll(value, &used);
+    if (used != value.size()) throw std::invalid_argument(value);
+    if (i < lo || i > hi) fail(fmt::format("query key '{}' must be {} to {}, got {}", key, lo, hi, i));
+    return static_cast<int>(i);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception&) {
+    fail(fmt::format("query key '{}' must be an integer, got '{}'", key, value));
+  }
+}
+
+}  // namespace
+
+std::optional<TtsVoice> server_voice(const EngineConfig& engine) {
+  for (const ModelSpec& m : engine.models) {
+    if (m.family != ModelFamily::kPiperTts) continue;
+    return TtsVoice{m.name, std::filesystem::path(m.path).stem().string()};
+  }
+  return std::nullopt;
+}
+
+bool voice_matches(std::string_view requested, const TtsVoice& voice) {
+  return requested.empty() || requested == voice.model || requested == voice.name;
+}
+
+TtsHttpRequest parse_tts_body(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    fail(fmt::format("the body is not valid JSON (UTF-8): {}; send an object such as {{\"text\": \"Hello.\"}}",
+                     e.what()));
+  }
+  if (!j.is_object()) fail("the body must be a JSON object such as {\"text\": \"Hello.\"}");
+  TtsHttpRequest r;
+  bool has_text = false;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "text") {
+      if (!v.is_string()) fail("\"text\" must be a string");
+      r.text = v.get<std::string>();
+      has_text = true;
+    } else if (key == "voice") {
+      if (!v.is_string()) fail("\"voice\" must be a string");
+      r.options.voice = v.get<std::string>();
+    } else if (key == "sample_rate") {
+      r.options.speech.sample_rate_hz = int_of(key, v, 0, 768000);
+    } else if (key == "format") {
+      if (!v.is_string() || (v != "wav" && v != "raw")) fail("\"format\" must be \"wav\" or \"raw\"");
+      r.options.raw = v == "raw";
+    } else if (key == "length_scale") {
+      r.options.speech.length_scale = number_of(key, v);
+    } else if (key == "noise_scale") {
+      r.options.speech.noise_scale = number_of(key, v);
+    } else if (key == "noise_w_scale") {
+      r.options.speech.noise_w_scale = number_of(key, v);
+    } else if (key == "speaker_id") {
+      r.options.speech.speaker_id = int_of(key, v, 0, 1 << 20);
+    } else if (key == "volume") {
+      r.options.speech.volume = number_of(key, v);
+    } else {
+      fail(fmt::format("unknown key \"{}\" (text, voice, sample_rate, format, length_scale, noise_scale, "
+                       "noise_w_scale, speaker_id, volume)",
+                       key));
+    }
+  }
+  if (!has_text) fail("the body has no \"text\"");
+  return r;
+}
+
+TtsOptions parse_tts_query(std::string_view query) {
+  TtsOptions o;
+  for (const auto& [key, value] : parse_query_string(query)) {
+    if (key == "voice") {
+      o.voice = value;
+    } else if (key == "sample_rate") {
+      o.speech.sample_rate_hz = query_int(key, value, 0, 768000);
+    } else if (key == "length_scale") {
+      o.speech.length_scale = query_number(key, value);
+    } else if (key == "noise_scale") {
+      o.speech.noise_scale = query_number(key, value);
+    } else if (key == "noise_w_scale") {
+      o.speech.noise_w_scale = query_number(key, value);
+    } else if (key == "speaker_id") {
+      o.speech.speaker_id = query_int(key, value, 0, 1 << 20);
+    } else if (key == "volume") {
+      o.speech.volume = query_number(key, value);
+    } else if (key != "token") {
+      fail(fmt::format("unknown query key '{}' (voice, sample_rate, length_scale, noise_scale, noise_w_scale, "
+                       "speaker_id, volume, token)",
+                       key));
+    }
+  }
+  return o;
+}
+
+TtsMessage parse_tts_message(std::string_view json_text) {
+  TtsMessage m;
+  Json j;
+  try {
+    j = Json::parse(json_text);
+  } catch (const Json::exception&) {
+    m.error = "a message must be JSON: {\"type\":\"speak\",\"text\":\"...\"}, {\"type\":\"cancel\"} or {\"type\":\"close\"}";
+    return m;
+  }
+  const auto type = j.is_object() ? j.find("type") : j.end();
+  if (!j.is_object() || type == j.end() || !type->is_string()) {
+    m.error = "a message must be a JSON object with a \"type\": speak, cancel or close";
+    return m;
+  }
+  if (*type == "speak") {
+    const auto text = j.find("text");
+    if (text == j.end() || !text->is_string()) {
+      m.error = "a speak message needs \"text\" (a string)";
+      return m;
+    }
+    m.type = TtsMessageType::kSpeak;
+    m.text = text->get<std::string>();
+  } else if (*type == "cancel") {
+    m.type = TtsMessageType::kCancel;
+  } else if (*type == "close") {
+    m.type = TtsMessageType::kClose;
+  } else {
+    m.error = fmt::format("unknown message type '{}': speak, cancel or close", type->get<std::string>());
+    return m;
+  }
+  m.ok = true;
+  return m;
+}
+
+}  // namespace brisvox::server

@@ -1,0 +1,58 @@
+// What a text-to-speech client asks for (docs/PROTOCOL.md, "Text to speech"): the JSON body of
+// POST /v1/tts, the query of the WebSocket /v1/tts, and the JSON messages sent on that socket.
+//
+// Every key is checked, as for the audio endpoints: an unknown key, a value of the wrong type or
+// out of range is an Error(kInvalidArgument) naming the key (answered 400 "bad_request"). The text
+// itself is checked by the engine (Speech::speak: empty, too long, invalid UTF-8, control
+// characters). Pure functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "brisvox/engine/engine.h"
+
+namespace brisvox::server {
+
+// The server's voice: the kPiperTts entry of its engine (brisvox serve --tts-voice).
+struct TtsVoice {
+  std::string model;  // its registry name ("tts")
+  std::string name;   // the voice file's name without ".onnx" ("en_US-joe-medium")
+};
+// Null when the server has no voice (then /v1/tts answers 404 "tts_unavailable").
+std::optional<TtsVoice> server_voice(const EngineConfig& engine);
+// Whether a request's "voice" names the server's: empty, its registry name or its voice name.
+bool voice_matches(std::string_view requested, const TtsVoice& voice);
+
+struct TtsOptions {
+  SpeechConfig speech;     // model left "tts"; sample rate, scales, speaker, volume as asked
+  std::string voice;       // as asked ("" when not given): check with voice_matches
+  bool raw = false;        // POST: format=raw (chunked pcm_s16le as it is made); else a WAV
+};
+
+struct TtsHttpRequest {
+  TtsOptions options;
+  std::string text;
+};
+
+// POST /v1/tts: {"text": "...", "voice", "sample_rate", "format": "wav"|"raw", "length_scale",
+// "noise_scale", "noise_w_scale", "speaker_id", "volume"}; "text" is required.
+TtsHttpRequest parse_tts_body(std::string_view body);
+// WebSocket /v1/tts?voice=&sample_rate=&length_scale=&noise_scale=&noise_w_scale=&speaker_id=
+// &volume= (and token=, checked elsewhere).
+TtsOptions parse_tts_query(std::string_view query);
+
+// Messages a client sends on the WebSocket: {"type":"speak","text":"..."}, {"type":"cancel"},
+// {"type":"close"}. Other fields are ignored (a client's own ids).
+enum class TtsMessageType { kSpeak, kCancel, kClose };
+struct TtsMessage {
+  bool ok = false;
+  TtsMessageType type = TtsMessageType::kSpeak;
+  std::string text;   // kSpeak
+  std::string error;  // !ok: what was wrong
+};
+// Never throws.
+TtsMessage parse_tts_message(std::string_view json_text);
+
+}  // namespace brisvox::server
