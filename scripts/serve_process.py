@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 
 
@@ -94,3 +95,38 @@ class Server:
         if self.alive():
             self.proc.kill()
             self.proc.wait(10)
+
+
+def run_tests(tests, servers, budget=None, test_timeout=None, started=None):
+    """Runs each (name, callable) of `tests` in order and prints PASS/FAIL with its time; a
+    callable may return a coroutine, which runs under asyncio with `test_timeout` seconds (and no
+    more than what is left of `budget`, counted from `started`). Then kills `servers` (their last
+    log lines printed when something failed). Returns the failed names."""
+    import asyncio
+    import time
+    import traceback
+    started = time.monotonic() if started is None else started
+    failures = []
+    try:
+        for name, t in tests:
+            t0 = time.monotonic()
+            try:
+                left = None if budget is None else budget - (t0 - started)
+                if left is not None and left < 1:
+                    raise TimeoutError(f"the whole script's {budget} s budget is spent")
+                result = t()
+                if asyncio.iscoroutine(result):
+                    limits = [x for x in (test_timeout, left) if x is not None]
+                    asyncio.run(asyncio.wait_for(result, min(limits)) if limits else result)
+                print(f"PASS {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+            except Exception:
+                failures.append(name)
+                print(f"FAIL {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+                traceback.print_exc()
+    finally:
+        for s in servers:
+            s.kill()
+        if failures:
+            for s in servers:
+                print(f"--- server {s.port} stderr:\n" + "\n".join(s.lines[-40:]), file=sys.stderr)
+    return failures

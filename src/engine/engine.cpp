@@ -11,6 +11,7 @@
 #include "brisvox/error.h"
 #include "engine/model_registry.h"
 #include "engine/pool/run_watchdog.h"
+#include "engine/stream/wait_for_events.h"
 #include "engine/stages/stt_stage.h"
 #include "engine/stages/tts_stage.h"
 #include "engine/stages/turn_stage.h"
@@ -436,15 +437,7 @@ std::vector<float> Stream::read_audio_payload(const Event& event) {
 }
 
 bool Stream::wait_events(std::chrono::microseconds timeout) {
-  if (!slot_) return false;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto sleep = std::chrono::microseconds(50);
-  while (slot_->events.size() == 0) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
-  }
-  return true;
+  return slot_ && engine::wait_for_events(slot_->events, timeout);
 }
 
 std::string Stream::last_error() const {

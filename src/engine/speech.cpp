@@ -11,6 +11,7 @@
 #include "engine/pool/pool_clock.h"
 #include "engine/stages/speech_slot.h"
 #include "engine/stages/tts_stage.h"
+#include "engine/stream/wait_for_events.h"
 
 namespace brisvox {
 
@@ -60,7 +61,7 @@ SpeechSlot::SpeechSlot(std::uint64_t session_id, const SpeechConfig& speech_conf
       events(kSpeechEventCapacity),
       payloads(payload_bytes) {
   worker = tts_worker;
-  key = 0;
+  key.store(kTtsStartKey, std::memory_order_relaxed);
 }
 
 void SpeechSlot::set_error(std::string message) {
@@ -158,15 +159,7 @@ std::vector<float> Speech::read_audio_payload(const Event& event) {
 }
 
 bool Speech::wait_events(std::chrono::microseconds timeout) {
-  if (!slot_) return false;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto sleep = std::chrono::microseconds(50);
-  while (slot_->events.size() == 0) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
-  }
-  return true;
+  return slot_ && engine::wait_for_events(slot_->events, timeout);
 }
 
 std::string Speech::last_error() const {

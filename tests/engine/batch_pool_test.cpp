@@ -158,6 +158,28 @@ TEST(BatchPool, RunsAreBoundedByMaxBatchAndNeverMixKeys) {
   EXPECT_EQ(by_size, jobs.size());
 }
 
+TEST(BatchPool, TheKeyWhoseOldestJobIsDueFirstRunsFirst) {
+  // Queued before the worker starts, in this order: a (key 1), b (key 0). Without defer_ns the
+  // older, a, runs first; with a's defer_ns past b's queueing, b does (Piper: a reply's first
+  // sentence before another reply's later one).
+  for (const bool defer : {false, true}) {
+    Log log;
+    SumPool pool(spec(1, 1, 0), PoolShape{2, 4}, [&](int) { return SumAdapter(1, log); });
+    std::vector<SumJob> jobs(2);
+    jobs[0].key = 1;
+    jobs[0].defer_ns = defer ? 10'000'000'000 : 0;
+    jobs[1].key = 0;
+    submit(pool, jobs[0]);
+    std::this_thread::sleep_for(1ms);
+    submit(pool, jobs[1]);
+    pool.start();
+    ASSERT_TRUE(wait_done(jobs));
+    pool.stop();
+    ASSERT_EQ(log.batch_keys.size(), 2u);
+    EXPECT_EQ(log.batch_keys[0], std::vector<int>{defer ? 0 : 1}) << (defer ? "deferred" : "not deferred");
+  }
+}
+
 TEST(BatchPool, JobsOfSeveralStepsStayPinnedAndJoinOrLeaveBetweenSteps) {
   Log log;
   SumPool pool(spec(2, 8, 1000), PoolShape{1, 64}, [&](int) { return SumAdapter(8, log); });

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -287,6 +288,72 @@ TEST(TtsEngine, ConcurrentUtterancesInterleaveSentenceBySentence) {
   EXPECT_EQ(st.items, 9u);
   EXPECT_EQ(st.run_errors, 0u);
   EXPECT_EQ(st.max_batch, 1);
+}
+
+TEST(TtsEngine, AFirstSentenceGoesBeforeOtherRepliesLaterSentences) {
+  // One worker, three sessions in the middle of long replies (their later sentences queued one
+  // behind another), then a fourth session speaks: its first sentence is synthesised after the
+  // run in flight, not behind the three queued continuations (served in turn, it would wait for
+  // all three). The continuations may wait: each has half of its previous sentence's audio
+  // (about 1.5 s here) to spare, and three runs take about 0.7 s.
+  Engine engine(tts_engine_config(1));
+  std::mutex mu;
+  std::vector<int> deliveries;  // the session of each delivery in order; -1: the fourth's speak()
+  std::vector<Speech> sessions;
+  for (int i = 0; i < 4; ++i) {
+    SpeechConfig c = deterministic();
+    c.on_events = [&mu, &deliveries, i] {
+      std::lock_guard lock(mu);
+      deliveries.push_back(i);
+    };
+    sessions.push_back(engine.open_speech(c));
+  }
+  const std::string reply =
+      "The quick brown fox jumps over the lazy dog near the bank of the river. "
+      "A second long sentence follows it, so that the reply takes a while to say. "
+      "Then a third one comes, and it is quite long as well, to keep the worker busy. "
+      "And a fourth sentence closes the reply.";
+  for (int i = 0; i < 3; ++i) sessions[static_cast<std::size_t>(i)].speak(reply);
+  std::vector<Heard> heard(4);
+  Event buf[8];
+  auto drain_all = [&] {
+    for (std::size_t i = 0; i < 4; ++i) {
+      for (std::size_t k = 0, n = sessions[i].poll(buf); k < n; ++k) heard[i].take(sessions[i], buf[k]);
+    }
+  };
+  auto first_sentences_heard = [&] {
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (heard[i].audio.empty()) return false;
+    }
+    return true;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!first_sentences_heard() && std::chrono::steady_clock::now() < deadline) {
+    drain_all();
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(first_sentences_heard());
+  {
+    std::lock_guard lock(mu);
+    deliveries.push_back(-1);
+  }
+  sessions[3].speak("Hello there.");
+  while (!(heard[3].ended(1) && heard[0].ended(1) && heard[1].ended(1) && heard[2].ended(1)) &&
+         std::chrono::steady_clock::now() < deadline) {
+    drain_all();
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(heard[3].ended(1));
+  std::lock_guard lock(mu);
+  const auto mark = std::find(deliveries.begin(), deliveries.end(), -1);
+  const auto fourth = std::find(mark, deliveries.end(), 3);
+  ASSERT_NE(fourth, deliveries.end());
+  const auto others_before = std::count_if(mark + 1, fourth, [](int i) { return i >= 0 && i < 3; });
+  EXPECT_LE(others_before, 1) << "continuations ran before the new reply's first sentence (at most the run in flight may)";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(heard[static_cast<std::size_t>(i)].terminal[1].type, EventType::kTtsEnd);
+    EXPECT_EQ(heard[static_cast<std::size_t>(i)].audio[1].size(), 4u) << "every sentence still delivered";
+  }
 }
 
 // The children started since `before` was taken (other engines of this process have theirs).

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 import warnings
@@ -32,7 +31,7 @@ import wave
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server  # noqa: E402  (scripts/serve_process.py, shared with the soak)
+from serve_process import Server, run_tests  # noqa: E402  (scripts/serve_process.py, shared with the soak)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -793,7 +792,6 @@ def main():
     ap.add_argument("--budget", type=float, default=80, help="seconds for all the tests")
     args = ap.parse_args()
     tests = [t for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
-    failures = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="brisvox-server-test-") as tmp:
         c = Context(args, tmp)
@@ -809,24 +807,12 @@ def main():
             c.server2 = Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-rate", "2",
                                "--idle-timeout-s", "2", "--drain-timeout-s", "5")
             servers.append(c.server2)
-            for t in tests:
-                t0 = time.monotonic()
-                left = args.budget - (t0 - started)
-                try:
-                    if left < 1:
-                        raise TimeoutError(f"the whole script's {args.budget} s budget is spent")
-                    asyncio.run(asyncio.wait_for(t(c), min(args.test_timeout, left)))
-                    print(f"PASS {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-                except Exception:
-                    failures.append(t.__name__)
-                    print(f"FAIL {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-                    traceback.print_exc()
-        finally:
+        except BaseException:
             for s in servers:
                 s.kill()
-            if failures:
-                for s in servers:
-                    print(f"--- server {s.port} stderr:\n" + "\n".join(s.lines[-40:]), file=sys.stderr)
+            raise
+        failures = run_tests([(t.__name__, lambda t=t: t(c)) for t in tests], servers, args.budget,
+                             args.test_timeout, started)
     print(f"{len(tests) - len(failures)} of {len(tests)} passed in {time.monotonic() - started:.1f} s")
     return 1 if failures else 0
 

@@ -16,13 +16,12 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 import urllib.error
 import urllib.request
 import wave
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server  # noqa: E402
+from serve_process import Server, run_tests  # noqa: E402
 
 import websockets  # Debian's python3-websockets  # noqa: E402
 
@@ -112,7 +111,6 @@ def main():
         pcm = w.readframes(w.getnframes())
     reference = cli_transcript(args)
     assert len(reference["segments"]) == 5, reference
-    failures = []
     servers = []
     try:
         server = Server(args.brisvox, "--workers", "1", "--stt-model", "tiny.en", "--max-body-bytes", "4000000")
@@ -123,21 +121,11 @@ def main():
                  ("stream_transcripts", lambda: test_stream_transcripts(server, pcm, reference)),
                  ("metrics", lambda: test_metrics(server)),
                  ("without_stt_model", lambda: test_without_stt_model(plain, args))]
-        for name, t in tests:
-            t0 = time.monotonic()
-            try:
-                t()
-                print(f"PASS {name} ({time.monotonic() - t0:.1f} s)", flush=True)
-            except Exception:
-                failures.append(name)
-                print(f"FAIL {name} ({time.monotonic() - t0:.1f} s)", flush=True)
-                traceback.print_exc()
-    finally:
+    except BaseException:
         for s in servers:
             s.kill()
-        if failures:
-            for s in servers:
-                print(f"--- server {s.port} stderr:\n" + "\n".join(s.lines[-40:]), file=sys.stderr)
+        raise
+    failures = run_tests(tests, servers)
     return 1 if failures else 0
 
 

@@ -178,7 +178,7 @@ class BatchPool : public ModelPool {
     Worker& w = *workers_[static_cast<std::size_t>(job->worker)];
     std::lock_guard lock(w.mu);
     job->ready_since_ns = now_ns();
-    ReadyQueue<Job>& q = w.ready[static_cast<std::size_t>(job->key)];
+    ReadyQueue<Job>& q = w.ready[static_cast<std::size_t>(job->key.load(std::memory_order_relaxed))];
     q.push(job);  // cannot fail: a job is queued at most once and capacity > jobs pinned
     ++w.num_ready;
     if (w.idle || (w.gathering && q.size() >= static_cast<std::size_t>(spec().max_batch))) w.cv.notify_one();
@@ -253,7 +253,7 @@ class BatchPool : public ModelPool {
       for (Job* job : w.requeue) {
         if (job->queued.exchange(true, std::memory_order_acq_rel)) continue;
         job->ready_since_ns = now_ns();
-        w.ready[static_cast<std::size_t>(job->key)].push(job);
+        w.ready[static_cast<std::size_t>(job->key.load(std::memory_order_relaxed))].push(job);
         ++w.num_ready;
       }
       w.requeue.clear();
@@ -262,11 +262,13 @@ class BatchPool : public ModelPool {
 
   // Pops up to max_batch jobs of one key into w.batch (w.mu held); returns how many.
   std::size_t gather(Worker& w, std::unique_lock<std::mutex>& lock, int& key_out) {
-    // The key whose oldest ready job has waited longest goes first.
+    // The key whose oldest ready job is due first goes first (PoolJob::defer_ns; with every
+    // defer_ns 0, the one that has waited longest).
+    auto due = [&w](std::size_t k) { return w.ready[k].front()->ready_since_ns + w.ready[k].front()->defer_ns; };
     std::size_t key = 0;
     for (std::size_t k = 0; k < w.ready.size(); ++k) {
       if (w.ready[k].empty()) continue;
-      if (w.ready[key].empty() || w.ready[k].front()->ready_since_ns < w.ready[key].front()->ready_since_ns) key = k;
+      if (w.ready[key].empty() || due(k) < due(key)) key = k;
     }
     ReadyQueue<Job>& q = w.ready[key];
     const auto max_batch = static_cast<std::size_t>(spec().max_batch);

@@ -15,7 +15,16 @@ struct PoolJob {
   std::atomic<bool> queued{false};
   std::int64_t ready_since_ns = 0;  // when it was queued (its worker's mutex)
   int worker = -1;                  // the pool worker it is pinned to; set before it is first queued
-  int key = 0;                      // jobs of one key share a run (Silero: the rate); < num_keys
+  // Jobs of one key share a run (Silero: the rate; Whisper: the encoder window, or decoding; Piper:
+  // starting an utterance, or continuing one); < num_keys. Atomic because a job that several
+  // threads queue (a speech session: speak(), its reader, its worker) may have its key changed by
+  // its worker meanwhile; a relaxed load or store is a plain move on x86.
+  std::atomic<int> key{0};
+  // Worker thread only (its adapter sets it between steps): how long the job may wait behind jobs
+  // queued after it without harm. The worker serves first the key whose oldest job is due first,
+  // due = ready_since_ns + defer_ns; 0 for every job but a Piper continuation, whose client is
+  // still playing the sentence before it (tts_stage.h).
+  std::int64_t defer_ns = 0;
 };
 
 }  // namespace brisvox::engine

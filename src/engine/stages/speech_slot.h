@@ -2,8 +2,10 @@
 // side), the synthesis in progress and the outputs not yet delivered (worker side), and the event
 // ring and payload channel its reader drains. Allocated at open_speech; one per session.
 //
-// A session is a job of its voice's pool (PoolJob, key 0), pinned to one worker for its life: that
-// worker alone touches the worker-side fields. Who schedules it: speak() (a new utterance),
+// A session is a job of its voice's pool (PoolJob), pinned to one worker for its life: that worker
+// alone touches the worker-side fields. Its key says what its next step is: kTtsStartKey (the
+// first sentence of an utterance: a caller waits for it) or kTtsContinueKey (a later sentence, due
+// only when the one before it has partly played). Who schedules it: speak() (a new utterance),
 // cancel(), close(), and the reader when it frees room the worker waits for (`waiting`).
 //
 // Lifetime: the session keeps itself alive (`self`) from open until its worker retires it after
@@ -27,6 +29,11 @@
 #include "engine/stream/spsc_ring.h"
 
 namespace brisvox::engine {
+
+// The two keys of a voice's pool (PoolShape::num_keys 2); both run one sentence, max_batch 1.
+inline constexpr int kTtsStartKey = 0;
+inline constexpr int kTtsContinueKey = 1;
+inline constexpr int kTtsKeys = 2;
 
 class TtsPool;
 

@@ -11,7 +11,10 @@
 //   complete()  cuts the sentence's audio into payload pieces, adds kTtsEnd after the last
 //               sentence, delivers what fits, and returns true while the session has more to do,
 //               so the pool queues it again behind the other sessions of the worker: concurrent
-//               utterances interleave sentence by sentence.
+//               utterances interleave sentence by sentence. A session's next step is keyed
+//               kTtsStartKey (a first sentence) or kTtsContinueKey (a later one, which may wait half
+//               the audio of the sentence before it: PoolJob::defer_ns), so first sentences, the
+//               time to first audio, do not queue behind other replies' later sentences.
 // max_batch is 1: on CPU a batch of sentences costs as much per sentence as single runs
 // (docs/PERFORMANCE.md), so concurrency comes from the workers (one per core by default).
 //
@@ -80,6 +83,8 @@ class TtsAdapter {
   static Event terminal_event(const SpeechSlot& s, EventType type, std::uint32_t utterance, std::size_t count);
   void queue_sentence(SpeechSlot& s, PiperChunk& chunk);
   bool has_work(SpeechSlot& s);
+  // Sets the session's key and defer_ns for its next step (worker thread, between steps).
+  void next_step(SpeechSlot& s, std::int64_t defer_ns);
   void retire(SpeechSlot& s);
 
   PiperTts tts_;
