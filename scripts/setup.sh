@@ -3,6 +3,7 @@
 #
 #   scripts/setup.sh            apt packages + ONNX Runtime + Silero models + test audio + .venv
 #                               + Whisper tiny.en (converted to ONNX in the venv)
+#                               + Smart Turn v3.2 (from the pipecat-ai wheel, also put in the venv)
 #   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
 #
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
@@ -18,7 +19,7 @@ do_apt=1
 for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -238,6 +239,76 @@ convert_whisper whisper-tiny.en brisvox encoder.onnx decoder.onnx whisper.json v
 convert_whisper whisper-tiny.en-sherpa sherpa tiny.en-encoder.onnx tiny.en-decoder.onnx tiny.en-tokens.txt
 convert_whisper whisper-tiny.en-optimum optimum encoder_model.onnx decoder_model_merged.onnx \
   config.json generation_config.json tokenizer.json
+
+# --- Smart Turn v3.2 (BSD-2), and the Pipecat analyzer that is its reference ---------------------
+# The pipecat-ai 1.14.0 wheel ships smart-turn-v3.2-cpu.onnx (the model Pipecat loads by default)
+# under pipecat/audio/turn/smart_turn/data/. It is unpacked to third_party/models/ (the alias
+# "v3.2": --turn-model v3.2, ModelSpec::smart_turn("v3.2")) with the wheel's LICENSE beside it, and
+# the same verified wheel is installed into the venv without its dependencies (they would bring
+# ~40 packages the analyzer never touches; scripts/requirements-test.txt lists the few it needs),
+# for the parity test against LocalSmartTurnAnalyzerV3 (tests/turn/test_pipecat_parity.py).
+pipecat_version=1.14.0
+pipecat_whl=pipecat_ai-$pipecat_version-py3-none-any.whl
+turn_model=smart-turn-v3.2-cpu.onnx
+fetch_pipecat_wheel() {
+  mkdir -p "$wheel_cache"
+  if [[ ! -f $wheel_cache/$pipecat_whl ]] || ! verify "$wheel_cache/$pipecat_whl" "$pipecat_whl" 2>/dev/null; then
+    log "fetching pipecat-ai $pipecat_version (Smart Turn v3.2, 12 MB)"
+    rm -f "$wheel_cache/$pipecat_whl"
+    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: "pipecat-ai==$pipecat_version" -d "$wheel_cache"
+    verify "$wheel_cache/$pipecat_whl" "$pipecat_whl" || { rm -f "$wheel_cache/$pipecat_whl"; exit 1; }
+  fi
+}
+if [[ -f $models/$turn_model ]] && verify "$models/$turn_model" "$turn_model" 2>/dev/null; then
+  log "Smart Turn v3.2 present"
+else
+  fetch_pipecat_wheel
+  rm -rf "$models/.smart-turn.tmp" && mkdir -p "$models/.smart-turn.tmp"
+  "$venv/bin/python" - "$wheel_cache/$pipecat_whl" "$models/.smart-turn.tmp" "$turn_model" <<'EOF'
+import sys, zipfile
+wheel, out, name = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    for member, target in ((f"pipecat/audio/turn/smart_turn/data/{name}", name),
+                           ("pipecat_ai-1.14.0.dist-info/licenses/LICENSE", "LICENSE")):
+        with z.open(member) as src, open(f"{out}/{target}", "wb") as dst:
+            dst.write(src.read())
+EOF
+  verify "$models/.smart-turn.tmp/$turn_model" "$turn_model"
+  mv "$models/.smart-turn.tmp/LICENSE" "$models/${turn_model%.onnx}.LICENSE"
+  mv "$models/.smart-turn.tmp/$turn_model" "$models/$turn_model"
+  rm -rf "$models/.smart-turn.tmp"
+  log "Smart Turn v3.2 in $models/$turn_model"
+fi
+if [[ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("pipecat-ai"))' 2>/dev/null)" == "$pipecat_version" ]]; then
+  log "pipecat-ai $pipecat_version in the venv"
+else
+  fetch_pipecat_wheel
+  "$venv/bin/pip" install --quiet --no-input --no-deps --no-index "$wheel_cache/$pipecat_whl"
+  log "pipecat-ai $pipecat_version installed in the venv (--no-deps)"
+fi
+# The parity test runs Pipecat's analyzer on the ONNX Runtime brisvox links (1.29), not on the
+# venv's newer one: this int8 model's output moves between ONNX Runtime releases (1.29 and 1.32
+# differ by up to 0.2 on the same features; docs/MODELS.md). The official onnxruntime 1.29.0 wheel,
+# unpacked (not installed) into third_party/onnxruntime-python/; the test puts it first on
+# PYTHONPATH. Its imports (numpy, flatbuffers, packaging, protobuf) are in the venv.
+ort_py_whl=onnxruntime-1.29.0-cp311-cp311-manylinux_2_28_x86_64.whl
+ort_py="$tp/onnxruntime-python"
+if [[ -d $ort_py/onnxruntime-1.29.0.dist-info && -f $ort_py/onnxruntime/__init__.py ]]; then
+  log "onnxruntime 1.29.0 (Python, for the Smart Turn reference) present"
+else
+  mkdir -p "$wheel_cache"
+  if [[ ! -f $wheel_cache/$ort_py_whl ]] || ! verify "$wheel_cache/$ort_py_whl" "$ort_py_whl" 2>/dev/null; then
+    log "fetching onnxruntime 1.29.0 (Python wheel, 23 MB)"
+    rm -f "$wheel_cache/$ort_py_whl"
+    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: onnxruntime==1.29.0 -d "$wheel_cache"
+    verify "$wheel_cache/$ort_py_whl" "$ort_py_whl" || { rm -f "$wheel_cache/$ort_py_whl"; exit 1; }
+  fi
+  rm -rf "$ort_py.tmp" && mkdir -p "$ort_py.tmp"
+  "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+    "$wheel_cache/$ort_py_whl" "$ort_py.tmp"
+  rm -rf "$ort_py" && mv "$ort_py.tmp" "$ort_py"
+  log "onnxruntime 1.29.0 (Python) in $ort_py"
+fi
 
 # Headless Chromium and playwright-core for the demo page's browser test.
 browser_flags=()

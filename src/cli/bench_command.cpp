@@ -44,7 +44,8 @@ Command add_bench_command(CLI::App& app) {
   app.add_flag("--skip-latency", o->skip_latency, "Skip the paced latency phase");
   app.add_flag("--skip-baseline", o->skip_baseline, "Skip the session-per-stream baseline");
   app.add_option("--turn-model", o->turn_model,
-                 "Also time end-of-turn analyses (features + Smart Turn) at 1, 2, 4 threads: turn_latency_ms_p50");
+                 "Also time end-of-turn analyses (features + Smart Turn, v3.2 or a file) at 1, 2, 4 threads: "
+                 "turn_latency_ms_p50");
   app.add_option("--turn-runs", o->turn_runs, "Analyses per thread setting")->capture_default_str()->check(CLI::Range(1, 10000));
   app.add_option("--stt-model", o->stt_model,
                  "Also run live streams with speech-to-text (Whisper folder or tiny.en): transcript latency, throughput");

@@ -7,6 +7,7 @@
 #include <link.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +17,10 @@
 #include <vector>
 
 #include "brisvox/error.h"
+#include "brisvox/latency_histogram.h"
 #include "brisvox/models/model_paths.h"
+#include "brisvox/models/turn/smart_turn.h"
+#include "brisvox/models/turn/turn_features.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "brisvox/runtime/runtime_info.h"
 #include "cli/commands.h"
@@ -101,6 +105,60 @@ Json measure_session(const std::string& path, int intra_op_threads, int runs) {
           {"runs", runs}};
 }
 
+Json describe_model(const ModelInfo& info) {
+  Json m;
+  m["opset"] = info.default_opset();
+  m["ir_version"] = info.ir_version;
+  m["producer"] = info.producer_version.empty() ? info.producer_name
+                                                : fmt::format("{} {}", info.producer_name, info.producer_version);
+  m["inputs"] = describe_tensors(info.inputs);
+  m["outputs"] = describe_tensors(info.outputs);
+  return m;
+}
+
+// A bundled Smart Turn model: does it load, its contract, and what one analysis (features + model,
+// one intra-op thread, as the engine's turn worker runs it) costs. A few analyses only: each is
+// tens of milliseconds.
+Json check_turn_model(std::string_view alias) {
+  Json m;
+  m["model"] = alias;
+  try {
+    const std::string path = resolve_turn_model(alias);
+    m["path"] = path;
+    SmartTurnConfig config;
+    config.model_path = path;
+    config.max_batch = 1;
+    const int before = process_thread_count();
+    SmartTurn model(config);
+    m["loads"] = true;
+    m.update(describe_model(model.model_info()));
+    // 6 s of a synthetic vowel-like signal; the cost does not depend on the content.
+    std::vector<float> audio(6 * kTurnSampleRateHz);
+    for (std::size_t i = 0; i < audio.size(); ++i) {
+      audio[i] = 0.1f * static_cast<float>(std::sin(0.0785 * static_cast<double>(i)) * std::sin(2e-4 * static_cast<double>(i)));
+    }
+    TurnFeatures features;
+    std::vector<float> f(kTurnFeatureValues);
+    LatencyHistogram analysis;
+    constexpr int kRuns = 6;
+    float p = 0;
+    for (int i = -1; i < kRuns; ++i) {  // one warm-up
+      const auto t0 = std::chrono::steady_clock::now();
+      features.compute(audio, f);
+      const float* fp = f.data();
+      model.run(std::span(&fp, 1), std::span(&p, 1));
+      if (i >= 0) analysis.record(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    m["threads_added"] = process_thread_count() - before;
+    m["analysis_ms_p50"] = analysis.p50_us() / 1000.0;
+    m["analyses"] = kRuns;
+  } catch (const Error& e) {
+    m["loads"] = false;
+    m["error"] = e.what();
+  }
+  return m;
+}
+
 int run_doctor(bool as_json, int runs) {
   Json report;
   report["brisvox_version"] = BRISVOX_VERSION;
@@ -130,12 +188,7 @@ int run_doctor(bool as_json, int runs) {
       SileroVad vad(config);
       const ModelInfo& info = vad.model_info();
       m["loads"] = true;
-      m["opset"] = info.default_opset();
-      m["ir_version"] = info.ir_version;
-      m["producer"] = info.producer_version.empty() ? info.producer_name
-                                                    : fmt::format("{} {}", info.producer_name, info.producer_version);
-      m["inputs"] = describe_tensors(info.inputs);
-      m["outputs"] = describe_tensors(info.outputs);
+      m.update(describe_model(info));
       Json threads = Json::array();
       // The default (1) and ORT's own default (0 = one per physical core), to show the difference.
       for (int intra : {1, 0}) threads.push_back(measure_session(path, intra, runs));
@@ -148,6 +201,12 @@ int run_doctor(bool as_json, int runs) {
     models.push_back(m);
   }
   report["models"] = models;
+  Json turn_models = Json::array();
+  for (std::string_view alias : kBundledTurnModels) {
+    turn_models.push_back(check_turn_model(alias));
+    all_ok = all_ok && turn_models.back()["loads"].get<bool>();
+  }
+  report["turn_models"] = turn_models;
   if (as_json) {
     fmt::print("{}\n", report.dump(2));
     return all_ok ? kExitOk : kExitInputFailed;
@@ -183,6 +242,23 @@ int run_doctor(bool as_json, int runs) {
                  s["threads_added_after_first_runs"].get<int>(), s["run_us_p50"].get<double>(),
                  s["run_us_p99"].get<double>(), s["runs"].get<int>());
     }
+  }
+  for (const auto& m : turn_models) {
+    fmt::print("\nSmart Turn {}: ", m["model"].get<std::string>());
+    if (!m["loads"].get<bool>()) {
+      fmt::print("FAILED: {}\n", m["error"].get<std::string>());
+      continue;
+    }
+    fmt::print("{}\n  opset {}, IR {}, producer '{}'\n", m["path"].get<std::string>(), m["opset"].get<int64_t>(),
+               m["ir_version"].get<int64_t>(), m["producer"].get<std::string>());
+    for (const char* role : {"inputs", "outputs"}) {
+      for (const auto& t : m[role]) {
+        fmt::print("  {:7} {:14} {:8} {}\n", role == std::string("inputs") ? "input" : "output",
+                   t["name"].get<std::string>(), t["type"].get<std::string>(), t["shape"].get<std::string>());
+      }
+    }
+    fmt::print("  one analysis (features + model, 1 thread): p50 {:.1f} ms ({} analyses), +{} threads\n",
+               m["analysis_ms_p50"].get<double>(), m["analyses"].get<int>(), m["threads_added"].get<int>());
   }
   return all_ok ? kExitOk : kExitInputFailed;
 }

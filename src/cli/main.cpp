@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       "  brisvox vad --format rttm *.wav > vad.rttm   many files, RTTM\n"
       "  brisvox vad --model v5 --frame-probs a.flac  with per-chunk probabilities\n"
       "  brisvox vad --raw-rate 8000 --raw-encoding mulaw call.ul\n"
-      "  brisvox turn --turn-model smart-turn-v3.2-cpu.onnx call.wav   end-of-turn detection\n"
+      "  brisvox turn call.wav                        end-of-turn detection (Smart Turn v3.2)\n"
       "  brisvox serve --port 8700                    WebSocket/HTTP server (docs/PROTOCOL.md)\n"
       "  brisvox doctor                               ONNX Runtime, models, threads\n"
       "  brisvox mel speech.wav -o mel.npy            Whisper log-mel features [80, frames]\n"

@@ -85,7 +85,7 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--model", o->model, "v5, v6 (bundled, batched rewrite), v5-exported, v6-exported (as published) or the path of a Silero VAD .onnx")->capture_default_str();
   app.add_option("--workers", o->workers, "Inference threads (default: one per core)");
   app.add_option("--turn-model", o->turn_model,
-                 "Smart Turn v3.x .onnx: enables events=turn (turn_end / turn_incomplete) on /v1/stream");
+                 "Smart Turn model, v3.2 (bundled) or a v3.x .onnx: enables events=turn (turn_end / turn_incomplete) on /v1/stream");
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")
       ->capture_default_str();
   app.add_option("--stt-model", o->stt_model,

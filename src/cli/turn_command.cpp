@@ -13,7 +13,7 @@ namespace {
 
 struct TurnOptions {
   std::vector<std::string> files;
-  std::string turn_model;
+  std::string turn_model = "v3.2";
   std::string model = "v6";
   int workers = 0;
   int turn_workers = 1;
@@ -64,12 +64,14 @@ Command add_turn_command(CLI::App& app) {
       "Output: one JSON object per file per line,\n"
       "  {\"file\":..., \"sample_rate\":..., \"duration\":s, \"turns\":[{\"start\":s,\"end\":s,\"probability\":p,\"reason\":r}]}\n"
       "reason: model (Smart Turn said the speaker finished), timeout (max silence), end_of_stream.\n"
-      "Smart Turn files are not bundled: see docs/MODELS.md for where to get smart-turn-v3.x.onnx.\n"
+      "The default model, v3.2, is Smart Turn v3.2 as Pipecat ships it (scripts/setup.sh installs it).\n"
       "Examples:\n"
-      "  brisvox turn --turn-model smart-turn-v3.2-cpu.onnx call.wav\n"
+      "  brisvox turn call.wav\n"
+      "  brisvox turn --turn-model smart-turn-v3.1-cpu.onnx call.wav\n"
       "  brisvox turn --turn-model m.onnx --stop-ms 300 --max-silence-ms 2000 --segments *.wav");
   app.add_option("files", o->files, "Audio files (any rate; 8/16 kHz native for the VAD)")->required();
-  app.add_option("--turn-model", o->turn_model, "Smart Turn v3.x .onnx file")->required();
+  app.add_option("--turn-model", o->turn_model, "Smart Turn model: v3.2 (bundled) or a v3.x .onnx file")
+      ->capture_default_str();
   app.add_option("--model", o->model, "VAD model: v5, v6, v5-exported, v6-exported or a path")->capture_default_str();
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
   app.add_option("--turn-workers", o->turn_workers, "Smart Turn threads")->capture_default_str();

@@ -119,8 +119,8 @@ Stream Engine::open_stream(const StreamConfig& requested) {
     if (turn == nullptr) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("the stream asks for end-of-turn detection but the engine has no turn model named '{}' "
-                              "(add ModelSpec::smart_turn(PATH) to EngineConfig::models; the CLI and server: "
-                              "--turn-model PATH; its models: {})",
+                              "(add ModelSpec::smart_turn(\"v3.2\" or PATH) to EngineConfig::models; the CLI and server: "
+                              "--turn-model v3.2 or PATH; its models: {})",
                               config.turn->model, m.models.describe()));
     }
   }

@@ -66,6 +66,7 @@ ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
       // One worker: an analysis is ~100 ms, and more threads only oversubscribe a small machine
       // (docs/PERFORMANCE.md, end-of-turn).
       if (r.num_workers == 0) r.num_workers = 1;
+      r.path = resolve_turn_model(path);
       break;
     case ModelFamily::kWhisper:
       // One worker: its sessions hold ~320 MB of weights each, and the VAD needs the other core.

@@ -86,4 +86,23 @@ std::string resolve_stt_model(std::string_view name_or_path) {
   return folder;
 }
 
+std::string resolve_turn_model(std::string_view name_or_path) {
+  if (name_or_path == "v3.2") {
+    const std::string path = fmt::format("{}/smart-turn-v3.2-cpu.onnx", models_dir());
+    if (!file_exists(path)) {
+      throw Error(ErrorCode::kIo, fmt::format("bundled Smart Turn model 'v3.2' not found at '{}': run scripts/setup.sh, "
+                                              "or set BRISVOX_MODELS_DIR to the folder holding it",
+                                              path));
+    }
+    return path;
+  }
+  std::string path(name_or_path);
+  if (!file_exists(path)) {
+    throw Error(ErrorCode::kIo, fmt::format("Smart Turn model file '{}' not found (use v3.2 or a path to a Smart Turn "
+                                            "v3.x .onnx file)",
+                                            path));
+  }
+  return path;
+}
+
 }  // namespace brisvox

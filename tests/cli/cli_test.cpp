@@ -698,6 +698,18 @@ TEST(CliDoctor, JsonReport) {
     EXPECT_EQ(path.ends_with(".flat.onnx"), !exported) << path;
   }
   EXPECT_EQ(names, (std::set<std::string>{"v5", "v6", "v5-exported", "v6-exported"}));
+  // The bundled Smart Turn v3.2: its contract, and one intra-op thread adding no thread.
+  const json& turn = report.at("turn_models");
+  ASSERT_EQ(turn.size(), 1u) << turn.dump(2);
+  const json& v32 = turn[0];
+  EXPECT_EQ(v32.at("model"), "v3.2");
+  ASSERT_TRUE(v32.at("loads").get<bool>()) << v32.dump(2);
+  EXPECT_TRUE(v32.at("path").get<std::string>().ends_with("/smart-turn-v3.2-cpu.onnx"));
+  EXPECT_EQ(v32.at("opset"), 18);
+  EXPECT_EQ(v32.at("inputs")[0].at("name"), "input_features");
+  EXPECT_EQ(v32.at("outputs")[0].at("name"), "logits");
+  EXPECT_EQ(v32.at("threads_added"), 0);
+  EXPECT_GT(v32.at("analysis_ms_p50").get<double>(), 0.0);
 }
 
 TEST(CliHelp, HelpHasExamples) {
@@ -758,10 +770,24 @@ TEST(CliTurn, PrintsTurnsWithReasons) {
   EXPECT_EQ(j.at("segments").size(), 5u);
 }
 
-TEST(CliTurn, NeedsATurnModelAndRefusesAWrongOne) {
+TEST(CliTurn, BundledV32ByDefaultAndRefusesAWrongOne) {
+  // No --turn-model: the bundled Smart Turn v3.2 (real weights), whose verdicts carry probabilities.
   ProcessResult r = brisvox({"turn", sample_wav()});
-  EXPECT_EQ(r.exit_code, 2) << r.describe();
-  EXPECT_NE(r.err.find("--turn-model"), std::string::npos) << r.describe();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const json j = json::parse(r.out.substr(0, r.out.find('\n')));
+  ASSERT_GE(j.at("turns").size(), 1u) << r.out;
+  bool model_verdict = false;
+  for (const json& t : j.at("turns")) {
+    if (t.at("probability").is_number()) {
+      const double p = t.at("probability").get<double>();
+      EXPECT_TRUE(p >= 0.0 && p <= 1.0) << t.dump();
+      model_verdict = true;
+    }
+  }
+  EXPECT_TRUE(model_verdict) << r.out;
+  r = brisvox({"turn", "--turn-model", "/nonexistent/turn.onnx", sample_wav()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("'/nonexistent/turn.onnx' not found (use v3.2 or a path"), std::string::npos) << r.describe();
   r = brisvox({"turn", "--turn-model", generated_model("smart_turn_bad_shape.onnx"), sample_wav()});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("[?,80,400], expected [?,80,800]"), std::string::npos) << r.describe();

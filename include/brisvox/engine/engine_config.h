@@ -3,7 +3,7 @@
 // Error(kInvalidArgument) naming the field.
 //
 //   EngineConfig config;                                  // one model: "vad", Silero v6
-//   config.models.push_back(ModelSpec::smart_turn("smart-turn-v3.2-cpu.onnx"));  // "turn"
+//   config.models.push_back(ModelSpec::smart_turn("v3.2"));  // "turn", the bundled v3.2
 //   StreamConfig stream;
 //   stream.turn = TurnStage{};                            // vad -> turn
 //
@@ -29,7 +29,7 @@ namespace brisvox {
 
 enum class ModelFamily {
   kSileroVad,  // frame-synchronous: Silero VAD v5/v6 (resolve_vad_model aliases or a path)
-  kSmartTurn,  // requests: Smart Turn v3.x end-of-turn analyses
+  kSmartTurn,  // requests: Smart Turn v3.x end-of-turn analyses (resolve_turn_model: "v3.2" or a path)
   kWhisper,    // requests of several steps: Whisper speech-to-text (an encoder run, then decoder
                // steps batched across every segment being decoded)
   kPiperTts,   // requests of several steps: Piper text-to-speech, one sentence per step (speech.h)
@@ -64,7 +64,8 @@ struct ModelSpec {
 
   // The registry entries brisvox knows how to build.
   static ModelSpec silero_vad(std::string path = "v6", std::string name = "vad");
-  static ModelSpec smart_turn(std::string path, std::string name = "turn");
+  // A Smart Turn v3.x file or an alias (resolve_turn_model: "v3.2" is the bundled one).
+  static ModelSpec smart_turn(std::string path = "v3.2", std::string name = "turn");
   // A Whisper model folder (brisvox's, sherpa-onnx's or Optimum's layout) or an alias
   // (resolve_stt_model: "tiny.en" is the bundled one).
   static ModelSpec whisper(std::string path = "tiny.en", std::string name = "stt");
@@ -75,8 +76,8 @@ struct ModelSpec {
   // A family's defaults for max_batch, max_gather_wait_us and max_pending (num_workers: 0 still).
   static ModelSpec family_defaults(ModelFamily family);
   // The defaults above filled in (num_workers from `cores`, run_timeout_ms from the engine's
-  // `engine_run_timeout_ms`) and the path resolved (Silero aliases: resolve_vad_model, Whisper:
-  // resolve_stt_model; Error(kIo) when the file is missing).
+  // `engine_run_timeout_ms`) and the path resolved (Silero aliases: resolve_vad_model, Smart Turn:
+  // resolve_turn_model, Whisper: resolve_stt_model; Error(kIo) when the file is missing).
   ModelSpec resolved(int cores, int engine_run_timeout_ms) const;
   void validate() const;
 };

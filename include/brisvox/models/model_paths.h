@@ -1,5 +1,6 @@
-// Where model files are found. A model is named either by a bundled alias ("v5", "v6" for Silero
-// VAD, "v5-exported", "v6-exported") resolved in the models folder, or by a path to an .onnx file.
+// Where model files are found. A model is named either by a bundled alias resolved in the models
+// folder (Silero VAD: "v5", "v6", "v5-exported", "v6-exported"; Smart Turn: "v3.2"; Whisper:
+// "tiny.en"), or by a path.
 #pragma once
 
 #include <string>
@@ -22,5 +23,14 @@ std::string resolve_vad_model(std::string_view name_or_path);
 // anything else is taken as the path of a Whisper model folder. Throws Error(kIo) naming the
 // folder (and how to get the bundled one) if it does not exist.
 std::string resolve_stt_model(std::string_view name_or_path);
+
+// "v3.2" -> <models_dir>/smart-turn-v3.2-cpu.onnx (Smart Turn v3.2, int8, the file Pipecat
+// 1.14 loads by default; unpacked from the pipecat-ai wheel by scripts/setup.sh); anything else is
+// taken as the path of a Smart Turn v3.x .onnx file. Throws Error(kIo) naming the path (and how to
+// get the bundled one) if it does not exist.
+std::string resolve_turn_model(std::string_view name_or_path);
+
+// The bundled Smart Turn aliases, for listings (`brisvox doctor`).
+inline constexpr std::string_view kBundledTurnModels[] = {"v3.2"};
 
 }  // namespace brisvox
