@@ -50,6 +50,9 @@ const char* return_copy(std::string s) noexcept {
 }
 
 brisvox_status status_of(ErrorCode code) noexcept {
+  // kLimitExceeded (after kInternal) comes only from limits the C API does not set (the server's
+  // --max-upload-seconds): not a status of its own, and not shifted onto BRISVOX_ERR_OUT_OF_MEMORY.
+  if (code == ErrorCode::kLimitExceeded) return BRISVOX_ERR_INVALID_ARGUMENT;
   // ErrorCode's values in order, shifted by one (0 is BRISVOX_OK).
   return static_cast<brisvox_status>(static_cast<int>(code) + 1);
 }
@@ -221,6 +224,8 @@ static_assert(static_cast<int>(brisvox::TurnAction::Reason::kEndOfStream) == BRI
 static_assert(static_cast<int>(ErrorCode::kInvalidArgument) + 1 == BRISVOX_ERR_INVALID_ARGUMENT);
 static_assert(static_cast<int>(ErrorCode::kInferenceTimeout) + 1 == BRISVOX_ERR_INFERENCE_TIMEOUT);
 static_assert(static_cast<int>(ErrorCode::kInternal) + 1 == BRISVOX_ERR_INTERNAL);
+static_assert(static_cast<int>(ErrorCode::kLimitExceeded) == static_cast<int>(ErrorCode::kInternal) + 1,
+              "a new ErrorCode needs its brisvox_status (status_of)");
 
 constexpr std::size_t kConvertChunk = 1024;  // int16 samples converted per push
 
