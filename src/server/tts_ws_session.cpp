@@ -14,6 +14,7 @@
 #include "server/messages.h"
 #include "server/server_log.h"
 #include "server/tts_admission.h"
+#include "server/ws_options.h"
 
 namespace brisvox::server {
 
@@ -67,19 +68,9 @@ TtsWsSession::~TtsWsSession() {
 
 void TtsWsSession::start(beast::http::request<beast::http::string_body> upgrade) {
   wakeup_->attach(std::weak_ptr<SpeechListener>(shared_from_this()));
-  beast::get_lowest_layer(ws_).expires_never();
-  // A bounded kernel send buffer, as /v1/stream's: audio a client does not read waits in the
-  // session's bounded queue and then in the engine, where it holds the synthesis back.
-  beast::error_code ignored;
-  beast::get_lowest_layer(ws_).socket().set_option(
-      net::socket_base::send_buffer_size(ctx_.config.limits.ws_send_buffer_bytes), ignored);
-  websocket::stream_base::timeout timeouts{};
-  timeouts.handshake_timeout = std::chrono::seconds(10);
-  timeouts.idle_timeout = websocket::stream_base::none();
-  timeouts.keep_alive_pings = false;
-  ws_.set_option(timeouts);
-  ws_.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.set(beast::http::field::server, "brisvox/" BRISVOX_VERSION); }));
+  // Audio a client does not read waits in the session's bounded queue and then in the engine,
+  // where it holds the synthesis back.
+  apply_server_ws_options(ws_, ctx_.config.limits.ws_send_buffer_bytes);
   ws_.read_message_max(ctx_.config.limits.max_message_bytes);
   ws_.control_callback([this](websocket::frame_type, beast::string_view) { last_activity_ = Clock::now(); });
   ws_.async_accept(upgrade, beast::bind_front_handler(&TtsWsSession::on_accept, shared_from_this()));

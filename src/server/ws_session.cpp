@@ -19,6 +19,7 @@
 #include "server/control_message.h"
 #include "server/messages.h"
 #include "server/server_log.h"
+#include "server/ws_options.h"
 
 namespace brisvox::server {
 
@@ -102,10 +103,9 @@ WsSession::~WsSession() {
 
 void WsSession::start(beast::http::request<beast::http::string_body> upgrade) {
   wakeup_->attach(weak_from_this());
-  beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts apply from here
+  apply_server_ws_options(ws_, ctx_.config.limits.ws_send_buffer_bytes);
   beast::error_code ignored;
   auto& socket = beast::get_lowest_layer(ws_).socket();
-  socket.set_option(net::socket_base::send_buffer_size(ctx_.config.limits.ws_send_buffer_bytes), ignored);
   // The kernel caps SO_SNDBUF (net.core.wmem_max) and reports back twice what it granted: write
   // only below half of what it really holds, whatever was configured (socket_has_room()).
   net::socket_base::send_buffer_size granted;
@@ -113,13 +113,6 @@ void WsSession::start(beast::http::request<beast::http::string_body> upgrade) {
   if (!ignored && granted.value() > 0) {
     send_room_bytes_ = std::min(send_room_bytes_, static_cast<std::size_t>(granted.value()) / 2);
   }
-  websocket::stream_base::timeout timeouts{};
-  timeouts.handshake_timeout = std::chrono::seconds(10);
-  timeouts.idle_timeout = websocket::stream_base::none();
-  timeouts.keep_alive_pings = false;
-  ws_.set_option(timeouts);
-  ws_.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.set(beast::http::field::server, "brisvox/" BRISVOX_VERSION); }));
   ws_.read_message_max(0);  // the session counts message bytes itself (it reads in chunks)
   ws_.auto_fragment(false);
   // Pings and pongs are not activity: a client that only pings holds a stream slot without using it,
