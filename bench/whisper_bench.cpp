@@ -5,6 +5,7 @@
 // slot, threads); transcribe (window 0 = full / 1 = fit, threads).
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -20,13 +21,21 @@
 
 namespace {
 
+// The bundled folder the Whisper benchmarks load: whisper-tiny.en, or another one of
+// third_party/models given by BRISVOX_BENCH_WHISPER (whisper-tiny.en-int8: the int8 weights).
+std::string whisper_folder() {
+  const char* name = std::getenv("BRISVOX_BENCH_WHISPER");
+  return std::string(BRISVOX_BENCH_MODELS_DIR) + "/" + (name && *name ? name : "whisper-tiny.en");
+}
+
 const brisvox::WhisperModel* tiny_en(benchmark::State& state) {
   static const std::optional<brisvox::WhisperModel> model = []() -> std::optional<brisvox::WhisperModel> {
-    const std::string dir = std::string(BRISVOX_BENCH_MODELS_DIR) + "/whisper-tiny.en";
+    const std::string dir = whisper_folder();
     if (!std::filesystem::exists(dir + "/whisper.json")) return std::nullopt;
     return brisvox::WhisperModel::load(dir);
   }();
-  if (!model) state.SkipWithError("no third_party/models/whisper-tiny.en: run scripts/setup.sh");
+  static const std::string missing = "no " + whisper_folder() + ": run scripts/setup.sh";
+  if (!model) state.SkipWithError(missing.c_str());
   return model ? &*model : nullptr;
 }
 

@@ -48,7 +48,7 @@ Command add_bench_command(CLI::App& app) {
                  "turn_latency_ms_p50");
   app.add_option("--turn-runs", o->turn_runs, "Analyses per thread setting")->capture_default_str()->check(CLI::Range(1, 10000));
   app.add_option("--stt-model", o->stt_model,
-                 "Also run live streams with speech-to-text (Whisper folder or tiny.en): transcript latency, throughput");
+                 "Also run live streams with speech-to-text (Whisper folder, tiny.en or tiny.en-int8): transcript latency, throughput");
   app.add_option("--stt-streams", o->stt_streams, "Real-time streams of the stt phase")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

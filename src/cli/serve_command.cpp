@@ -89,7 +89,7 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")
       ->capture_default_str();
   app.add_option("--stt-model", o->stt_model,
-                 "Whisper model folder or tiny.en (bundled): enables events=transcript on /v1/stream and "
+                 "Whisper model folder, tiny.en or tiny.en-int8 (bundled): enables events=transcript on /v1/stream and "
                  "POST /v1/transcribe");
   app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")
       ->capture_default_str();

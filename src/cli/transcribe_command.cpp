@@ -120,7 +120,7 @@ Command add_transcribe_command(CLI::App& app) {
       "  brisvox transcribe --raw-encoding mulaw --raw-rate 8000 call.ul");
   app.add_option("files", o->files, "Audio files (any rate; 8 kHz telephony works)")->required();
   app.add_option("--model", o->model,
-                 "Whisper model: tiny.en (bundled) or a folder in brisvox's, sherpa-onnx's or Optimum's layout")
+                 "Whisper model: tiny.en or tiny.en-int8 (bundled) or a folder in brisvox's, sherpa-onnx's or Optimum's layout")
       ->capture_default_str();
   app.add_option("--format", o->format, "json, txt, srt or vtt")->capture_default_str();
   app.add_option("--language", o->language, "Language code for multilingual models (en, de, ...)")->capture_default_str();

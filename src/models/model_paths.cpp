@@ -68,18 +68,20 @@ std::string resolve_vad_model(std::string_view name_or_path) {
 }
 
 std::string resolve_stt_model(std::string_view name_or_path) {
-  if (name_or_path == "tiny.en") {
-    const std::string folder = fmt::format("{}/whisper-tiny.en", models_dir());
+  // tiny.en-int8: the same weights with the linear layers as 8-bit blocks (scripts/setup.sh,
+  // tools/whisper/weight_quant.py).
+  if (name_or_path == "tiny.en" || name_or_path == "tiny.en-int8") {
+    const std::string folder = fmt::format("{}/whisper-{}", models_dir(), name_or_path);
     if (!file_exists(folder)) {
-      throw Error(ErrorCode::kIo, fmt::format("bundled Whisper model 'tiny.en' not found at '{}': run scripts/setup.sh, "
+      throw Error(ErrorCode::kIo, fmt::format("bundled Whisper model '{}' not found at '{}': run scripts/setup.sh, "
                                               "or set BRISVOX_MODELS_DIR to the folder holding it",
-                                              folder));
+                                              name_or_path, folder));
     }
     return folder;
   }
   std::string folder(name_or_path);
   if (!file_exists(folder)) {
-    throw Error(ErrorCode::kIo, fmt::format("Whisper model folder '{}' not found (use tiny.en or the path of a folder "
+    throw Error(ErrorCode::kIo, fmt::format("Whisper model folder '{}' not found (use tiny.en, tiny.en-int8 or the path of a folder "
                                             "in brisvox's, sherpa-onnx's or Optimum's layout)",
                                             folder));
   }

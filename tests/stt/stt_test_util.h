@@ -19,6 +19,7 @@ namespace brisvox::test {
 inline std::string whisper_tiny_en() { return bundled_model("whisper-tiny.en"); }
 inline std::string whisper_tiny_en_sherpa() { return bundled_model("whisper-tiny.en-sherpa"); }
 inline std::string whisper_tiny_en_optimum() { return bundled_model("whisper-tiny.en-optimum"); }
+inline std::string whisper_tiny_en_int8() { return bundled_model("whisper-tiny.en-int8"); }
 // Folders written by tools/whisper/make_whisper_test_models.py at build time.
 inline std::string whisper_test_model(const std::string& name) { return generated_model(name); }
 
