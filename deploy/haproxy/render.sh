@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes an HAProxy 2.6 configuration for brisvox replicas on stdout.
 #
-#   deploy/haproxy/render.sh [--bind ADDR:PORT] [--stats ADDR:PORT] REPLICA_ADDR:PORT...
+#   deploy/haproxy/render.sh [--bind ADDR:PORT] [--stats ADDR:PORT] [--maxconn N] REPLICA_ADDR:PORT...
 #   deploy/haproxy/render.sh --bind 0.0.0.0:8700 10.0.0.11:8700 10.0.0.12:8700 10.0.0.13:8700 > haproxy.cfg
 #
 # deploy/haproxy/haproxy.cfg is this script's output for three replicas (a test checks that they
@@ -11,6 +11,7 @@ set -euo pipefail
 
 bind=0.0.0.0:8700
 stats=127.0.0.1:8404
+maxconn=9000
 replicas=()
 while (($#)); do
   case $1 in
@@ -18,6 +19,9 @@ while (($#)); do
       (($# >= 2)) || { echo "render.sh: $1 needs ADDR:PORT" >&2; exit 2; }
       if [[ $1 == --bind ]]; then bind=$2; else stats=$2; fi
       shift 2 ;;
+    --maxconn)
+      [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "render.sh: --maxconn needs a positive number" >&2; exit 2; }
+      maxconn=$2; shift 2 ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     -*) echo "render.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) replicas+=("$1"); shift ;;
@@ -36,7 +40,9 @@ cat <<CFG
 # generator, not this output. Why each setting: docs/DEPLOYMENT.md, "The load balancer".
 global
     log stderr format short local0 notice
-    maxconn 100000
+    # Streams through this balancer at once; each takes two descriptors (client and replica):
+    # HAProxy refuses to start unless 2 x maxconn fit under its open-file limit (ulimit -n).
+    maxconn ${maxconn}
     # A reload or stop of HAProxy itself keeps open streams (tunnels) up to this long.
     hard-stop-after 10m
 
@@ -63,6 +69,7 @@ defaults
 
 frontend brisvox
     bind ${bind}
+    maxconn ${maxconn}
     default_backend brisvox_replicas
 
 backend brisvox_replicas

@@ -164,7 +164,7 @@ class HAProxy(unittest.TestCase):
 
     def test_bad_arguments_exit_2_with_a_message(self):
         for args, words in (([], "at least one replica"), (["10.0.0.1"], "not ADDR:PORT"),
-                            (["--bind"], "--bind needs"), (["--frobnicate", "1.2.3.4:1"], "unknown option")):
+                            (["--bind"], "--bind needs"), (["--maxconn", "x", "1.2.3.4:1"], "--maxconn needs"), (["--frobnicate", "1.2.3.4:1"], "unknown option")):
             out = self.render(*args)
             self.assertEqual(out.returncode, 2, args)
             self.assertIn(words, out.stderr)
