@@ -1,7 +1,7 @@
 """deploy/ checked without a cluster: the Kubernetes manifests against the pinned Kubernetes
 version's OpenAPI schemas (kubernetes-validate, strict: unknown fields are errors), the settings
 that must agree across the files, and the HAProxy configuration (generator output = committed
-file, `haproxy -c`).
+file, `haproxy -c`), and the refusals of the deploy scripts' bad arguments.
 
     .venv/bin/python tests/deploy/test_deploy_config.py --brisvox build/release/brisvox
 
@@ -11,6 +11,7 @@ Adapter's rules beyond their shape (PromQL is not parsed).
 """
 import argparse
 import copy
+import json
 import os
 import re
 import shutil
@@ -177,6 +178,50 @@ class HAProxy(unittest.TestCase):
             f.flush()
             out = subprocess.run(["haproxy", "-c", "-f", f.name], capture_output=True, text=True, timeout=10)
         self.assertNotEqual(out.returncode, 0)
+
+
+class ScriptArguments(unittest.TestCase):
+    """Bad arguments of scripts/scale_test.sh, deploy/measure_sizing.sh and the loadtest options the
+    scale test uses: exit 2 with a message, before anything is started."""
+
+    def run_script(self, *args):
+        return subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+
+    def test_scale_test_refuses_bad_arguments(self):
+        script = os.path.join(ROOT, "scripts", "scale_test.sh")
+        build = os.path.dirname(BRISVOX)
+        for args, words in ((["--streams", "0"], "--streams must be a positive integer"),
+                            (["--streams", "4"], "at least 6"),
+                            (["--seconds", "5"], "at least 8"),
+                            (["--term-at", "9", "--kill-at", "8"], "--term-at < --kill-at < --seconds"),
+                            (["--frobnicate"], "unknown argument")):
+            out = self.run_script(script, "--build", build, *args)
+            self.assertEqual(out.returncode, 2, (args, out.stderr))
+            self.assertIn(words, out.stderr)
+
+    def test_measure_sizing_refuses_an_unknown_pipeline(self):
+        out = self.run_script(os.path.join(ROOT, "deploy", "measure_sizing.sh"), "--pipeline", "tts")
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("vad, turn or transcript", out.stderr)
+
+    def test_loadtest_refuses_a_negative_split(self):
+        out = self.run_script(BRISVOX, "loadtest", "--url", "ws://127.0.0.1:9", "--split-at-s", "-1")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("--split-at-s", out.stderr)
+
+    def test_loadtest_reports_a_first_connect_that_fails(self):
+        # --reconnect retries reconnections only: a stream whose first connect is refused fails.
+        port = subprocess.run([sys.executable, "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); "
+                               "print(s.getsockname()[1])"], capture_output=True, text=True).stdout.strip()
+        out = self.run_script(BRISVOX, "loadtest", "--url", f"ws://127.0.0.1:{port}", "--streams", "2", "--seconds",
+                              "1", "--ramp-s", "0", "--grace-s", "1", "--reconnect", "--replica-header",
+                              "x-brisvox-replica", "--json")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        j = json.loads(out.stdout)
+        self.assertEqual(j["connection_failures"], 2)
+        self.assertEqual(j["reconnects"], 0)
+        self.assertEqual(j["replicas"], {})
+        self.assertTrue(any(k.startswith("connect:") for k in j["failure_reasons"]), j["failure_reasons"])
 
 
 if __name__ == "__main__":
