@@ -36,6 +36,7 @@ apt_packages=(
   pocketsphinx-testdata asterisk-core-sounds-en-wav
   asterisk-core-sounds-en  # core-sounds-en.txt.gz: the published transcripts of the prompts (STT tests)
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
+  haproxy curl  # deploy/haproxy/ and scripts/scale_test.sh: HAProxy 2.6, its stats page
 )
 if [[ $do_apt == 1 ]]; then
   missing=()

@@ -38,6 +38,14 @@ Command add_loadtest_command(CLI::App& app) {
   app.add_option("--token", o->token, "Bearer token, if the server requires one");
   app.add_option("--max-p99-ms", o->max_p99_ms, "Also fail (exit 1) when the p99 event latency is above this");
   app.add_flag("--json", o->json, "Print one JSON object instead of the table");
+  app.add_option("--replica-header", o->replica_header,
+                 "Behind a balancer: the handshake response header naming the replica (e.g. x-brisvox-replica); "
+                 "each connection's end is reported per replica");
+  app.add_flag("--reconnect", o->reconnect,
+               "A stream closed 1001 or cut off reconnects (refusals retried up to 10 times) and resends from its first frame "
+               "without a vad event");
+  app.add_option("--split-at-s", o->split_at_s, "Also report the latency of frames sent before / after this time of the run")
+      ->check(CLI::Range(0.0, 3600.0));
   return [o] { return loadtest::run_loadtest(*o); };
 }
 

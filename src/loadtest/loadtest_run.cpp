@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -141,6 +142,9 @@ int run_loadtest(const LoadtestOptions& o) {
   spec.ramp_s = o.ramp_s;
   spec.grace_s = o.grace_s;
   spec.threads = o.threads;
+  spec.replica_header = o.replica_header;
+  spec.reconnect = o.reconnect;
+  spec.split_at_s = o.split_at_s;
   // Under full load: the middle of [ramp, seconds] when every stream is sending.
   spec.probe_at_s = o.seconds > o.ramp_s ? (o.ramp_s + o.seconds) / 2 : o.seconds;
   spec.probe = [&] {
@@ -166,7 +170,9 @@ int run_loadtest(const LoadtestOptions& o) {
   if (server) server_exit = server->stop(10.0);
 
   const bool p99_ok = o.max_p99_ms <= 0 || (r.latency.count() > 0 && r.latency.p99_us() / 1000.0 <= o.max_p99_ms);
-  const bool ok = r.frames_lost == 0 && r.connection_failures == 0 && p99_ok;
+  // Frames a reconnection sent again were not lost to the call.
+  const std::uint64_t call_frames_lost = r.frames_lost - std::min(r.frames_lost, r.frames_resent);
+  const bool ok = call_frames_lost == 0 && r.connection_failures == 0 && p99_ok;
 
   Json j;
   j["streams"] = r.streams;
@@ -180,6 +186,13 @@ int run_loadtest(const LoadtestOptions& o) {
   j["frames_received"] = r.frames_received;
   j["frames_lost"] = r.frames_lost;
   j["streams_with_loss"] = r.streams_with_loss;
+  if (o.reconnect) {
+    j["frames_resent"] = r.frames_resent;
+    j["call_frames_lost"] = call_frames_lost;
+    j["reconnects"] = r.reconnects;
+    j["reconnects_failed"] = r.reconnects_failed;
+    j["reconnect_failure_reasons"] = r.reconnect_failure_reasons;
+  }
   j["frames_out_of_order"] = r.frames_out_of_order;
   j["latency_samples"] = r.latency.count();
   j["mean_event_latency_ms"] = r3(r.latency.mean_us() / 1000.0);
@@ -188,6 +201,33 @@ int run_loadtest(const LoadtestOptions& o) {
   j["p999_event_latency_ms"] = r3(r.latency.p999_us() / 1000.0);
   j["max_event_latency_ms"] = r3(r.latency.max_us() / 1000.0);
   if (r.frames_unmeasured > 0) j["frames_unmeasured"] = r.frames_unmeasured;
+  const auto latency_json = [](const LatencyHistogram& h) {
+    return Json{{"samples", h.count()}, {"p50_ms", r3(h.p50_us() / 1000.0)}, {"p99_ms", r3(h.p99_us() / 1000.0)},
+                {"max_ms", r3(h.max_us() / 1000.0)}};
+  };
+  if (o.split_at_s > 0) {
+    j["split_at_s"] = o.split_at_s;
+    j["latency_before_split"] = latency_json(r.latency_before_split);
+    j["latency_after_split"] = latency_json(r.latency_after_split);
+  }
+  if (!o.replica_header.empty()) {
+    Json replicas = Json::object();
+    for (const auto& [name, rs] : r.replicas) {
+      Json& out = replicas[name.empty() ? "(no " + o.replica_header + " header)" : name];
+      out = {{"connections", rs.connections},
+             {"completed", rs.completed},
+             {"closed_1001", rs.going_away},
+             {"closed_1001_after_final_events", rs.going_away_final_events},
+             {"cut_off", rs.cut_off},
+             {"other_end", rs.other},
+             {"reconnects_landed", rs.reconnects_landed},
+             {"frames_sent", rs.frames_sent},
+             {"frames_unanswered", rs.frames_unanswered},
+             {"latency", latency_json(rs.latency)}};
+      if (o.split_at_s > 0) out["latency_before_split"] = latency_json(rs.latency_before_split);
+    }
+    j["replicas"] = std::move(replicas);
+  }
   j["errors"] = r.errors;
   j["overloads"] = r.overloads;
   j["overload_dropped_messages"] = r.overload_dropped_messages;

@@ -20,6 +20,9 @@ struct LoadtestOptions {
   int threads = 1;
   double max_p99_ms = 0;
   bool json = false;
+  std::string replica_header;  // behind a balancer: the response header naming the replica
+  bool reconnect = false;      // reconnect after a 1001 close or a cut-off, resuming the audio
+  double split_at_s = 0;       // > 0: latency also reported before / after this time of the run
 };
 
 // Runs the load test and prints the report on stdout: 0 when every stream completed without loss

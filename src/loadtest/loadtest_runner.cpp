@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <thread>
 
@@ -38,6 +39,12 @@ static_assert(std::endian::native == std::endian::little, "the audio is sent as 
 constexpr std::size_t kRing = 1024;  // send times of the last 1024 frames (32.8 s) per stream
 constexpr std::string_view kVadPrefix = R"({"type":"vad","t":)";
 constexpr std::string_view kCloseMessage = R"({"type":"close"})";
+// A reconnection refused (a replica at capacity or over its latency budget answers 503 with
+// Retry-After: 1) is tried again after 250 ms, 500 ms, ... up to 2 s, 10 times in a row at most
+// (about 13 s, what a telephony bridge might wait with the caller's audio buffered).
+constexpr int kReconnectTries = 10;
+constexpr auto kReconnectPause = std::chrono::milliseconds(250);
+constexpr auto kReconnectPauseMax = std::chrono::milliseconds(2000);
 
 // Concrete executor types: no polymorphic executor on the hot path.
 using Executor = asio::io_context::executor_type;
@@ -58,6 +65,7 @@ struct Plan {
   Clock::time_point t0;
   Clock::time_point measure_from;  // t0 + ramp
   Clock::time_point window_end;    // t0 + seconds: every stream sends during [measure_from, window_end)
+  Clock::time_point split;         // t0 + split_at_s (max() without a split)
   Clock::duration period;
   std::size_t chunk_samples = 0;
   std::size_t chunks_total = 0;
@@ -72,6 +80,11 @@ struct Loop {
   // Event latency (frames sent after the ramp) and send lag of this loop's streams, microseconds.
   LatencyHistogram latency_us;
   LatencyHistogram send_lag_us;
+  LatencyHistogram before_us, after_us;                       // with a split
+  struct ReplicaLatency {
+    LatencyHistogram all, before;  // before: frames sent before the split
+  };
+  std::map<std::string, ReplicaLatency> by_replica_us;  // with a replica header
   std::vector<StreamClient*> streams;
   int remaining = 0;
   // The last stream to end stops the loop: operations Beast may still hold (a handshake or
@@ -84,10 +97,23 @@ struct Loop {
   }
 };
 
+// How one connection of a stream ended (a stream has several when it reconnects).
+enum class LegEnd { kCompleted, kGoingAway, kCutOff, kOther };
+
+struct LegRecord {
+  std::string replica;
+  LegEnd end = LegEnd::kOther;
+  bool final_events = false;  // every speech_start had its speech_end before the close
+  std::uint64_t frames_sent = 0, frames_received = 0;
+  bool reconnection = false;
+};
+
+using WsStream = websocket::stream<Socket>;
+
 class StreamClient {
  public:
   StreamClient(Loop& loop, const Plan& plan, std::size_t index)
-      : loop_(loop), plan_(plan), index_(index), ws_(loop.io.get_executor()), timer_(loop.io.get_executor()) {
+      : loop_(loop), plan_(plan), index_(index), timer_(loop.io.get_executor()), retry_timer_(loop.io.get_executor()) {
     const auto n = static_cast<std::size_t>(plan.spec.streams);
     offset_ = static_cast<std::size_t>(static_cast<double>(index) / static_cast<double>(n) *
                                        static_cast<double>(plan.audio.length)) % plan.audio.length;
@@ -113,31 +139,46 @@ class StreamClient {
   // Results, read once the loops are done.
   bool opened_ = false, completed_ = false, aborted_ = false;
   std::string failure_;
-  std::size_t written_ = 0;  // audio chunks handed to the socket
-  std::uint64_t frames_sent_ = 0, received_ = 0, out_of_order_ = 0, unmeasured_ = 0, after_last_ = 0;
+  std::size_t written_ = 0;  // audio chunks handed to the socket (rewound by a reconnection)
+  std::size_t messages_ = 0;  // audio messages sent, resent ones included
+  std::uint64_t frames_sent_ = 0, received_ = 0, out_of_order_ = 0, unmeasured_ = 0, after_last_ = 0;  // this connection's
+  std::uint64_t frames_sent_total_ = 0, received_total_ = 0, frames_resent_ = 0;
+  std::vector<LegRecord> legs_;
+  int reconnects_ = 0, reconnects_failed_ = 0;
+  std::map<std::string, int> reconnect_failures_;  // by reason
   std::uint64_t speech_events_ = 0, overloads_ = 0, overload_dropped_ = 0, window_msgs_ = 0;
   std::map<std::string, std::uint64_t> errors_;
   Clock::time_point first_send_{}, last_send_{};
 
  private:
+  // Each connection is its own stream object, kept until the run ends: handlers of an old one may
+  // still be pending (they see a stale generation and return).
+  WsStream& ws() { return *conns_.back(); }
+
   void connect() {
+    conns_.push_back(std::make_unique<WsStream>(loop_.io.get_executor()));
+    ++gen_;
+    response_ = {};
     // Bounded by the run's deadline (a loopback connect is answered at once anyway).
-    asio::async_connect(ws_.next_layer(), plan_.spec.target.endpoints,
-                        [this](error_code ec, const asio::ip::tcp::endpoint&) { on_connect(ec); });
+    asio::async_connect(ws().next_layer(), plan_.spec.target.endpoints,
+                        [this, g = gen_](error_code ec, const asio::ip::tcp::endpoint&) {
+                          if (g == gen_) on_connect(ec);
+                        });
   }
 
   void on_connect(error_code ec) {
     if (ended_) return;
-    if (ec) return fail("connect: " + ec.message());
+    if (ec) return connect_failed("connect: " + ec.message());
     error_code ignored;
-    ws_.next_layer().set_option(asio::ip::tcp::no_delay(true), ignored);
-    ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(10), websocket::stream_base::none(), false});
-    ws_.set_option(websocket::stream_base::decorator([token = plan_.spec.token](websocket::request_type& req) {
+    ws().next_layer().set_option(asio::ip::tcp::no_delay(true), ignored);
+    ws().set_option(websocket::stream_base::timeout{std::chrono::seconds(10), websocket::stream_base::none(), false});
+    ws().set_option(websocket::stream_base::decorator([token = plan_.spec.token](websocket::request_type& req) {
       req.set(beast::http::field::user_agent, "brisvox-loadtest");
       if (!token.empty()) req.set(beast::http::field::authorization, "Bearer " + token);
     }));
-    ws_.async_handshake(response_, plan_.spec.target.host_header, plan_.spec.target.path,
-                        [this](error_code e) { on_handshake(e); });
+    ws().async_handshake(response_, plan_.spec.target.host_header, plan_.spec.target.path, [this, g = gen_](error_code e) {
+      if (g == gen_) on_handshake(e);
+    });
   }
 
   void on_handshake(error_code ec) {
@@ -148,11 +189,26 @@ class StreamClient {
         code = nlohmann::json::parse(response_.body()).at("error").at("code").get<std::string>();
       } catch (const std::exception&) {
       }
-      return fail(fmt::format("refused: HTTP {}{}", response_.result_int(), code.empty() ? "" : " " + code));
+      return connect_failed(fmt::format("refused: HTTP {}{}", response_.result_int(), code.empty() ? "" : " " + code));
     }
-    if (ec) return fail("handshake: " + ec.message());
+    if (ec) return connect_failed("handshake: " + ec.message());
     opened_ = true;
+    leg_open_ = true;
+    leg_latency_ = nullptr;
+    if (!plan_.spec.replica_header.empty()) {
+      const auto it = response_.find(plan_.spec.replica_header);
+      replica_ = it == response_.end() ? std::string() : std::string(it->value());
+      leg_latency_ = &loop_.by_replica_us[replica_];
+    }
     read_next();
+    if (reconnecting_) {
+      // The schedule goes on: the chunks due while reconnecting (and the resent ones) go now.
+      reconnecting_ = false;
+      failed_in_a_row_ = 0;
+      ++reconnects_;
+      leg_is_reconnection_ = true;
+      return write_next();
+    }
     // The first slot of this stream's schedule after now: phase index/S of the period.
     const auto phase = plan_.period * static_cast<long>(index_) / plan_.spec.streams;
     const auto base = plan_.t0 + phase;
@@ -178,7 +234,7 @@ class StreamClient {
   }
 
   void write_next() {
-    if (writing_ || ended_) return;
+    if (writing_ || ended_ || !leg_open_) return;
     if (written_ < due_) {
       const auto now = Clock::now();
       loop_.send_lag_us.record(ms(now - slot(written_)) * 1000.0);
@@ -189,48 +245,61 @@ class StreamClient {
       const std::uint64_t whole = samples_sent_ / kFrameSamples;
       const auto stamp = now.time_since_epoch().count();
       for (; frames_sent_ < whole; ++frames_sent_) ring_[frames_sent_ % kRing] = stamp;
-      if (written_ == 0) first_send_ = now;
+      if (messages_ == 0) first_send_ = now;
       last_send_ = now;
       if (now >= plan_.measure_from && now < plan_.window_end) ++window_msgs_;
       ++written_;
+      ++messages_;
       writing_ = true;
-      ws_.binary(true);
-      ws_.async_write(asio::buffer(data, chunk * sizeof(std::int16_t)),
-                      [this](error_code ec, std::size_t) { on_write(ec); });
+      ws().binary(true);
+      ws().async_write(asio::buffer(data, chunk * sizeof(std::int16_t)), [this, g = gen_](error_code ec, std::size_t) {
+        if (g == gen_) on_write(ec);
+      });
     } else if (written_ == plan_.chunks_total && !close_sent_) {
       close_sent_ = true;
       writing_ = true;
-      ws_.text(true);
-      ws_.async_write(asio::buffer(kCloseMessage.data(), kCloseMessage.size()),
-                      [this](error_code ec, std::size_t) { on_write(ec); });
+      ws().text(true);
+      ws().async_write(asio::buffer(kCloseMessage.data(), kCloseMessage.size()), [this, g = gen_](error_code ec, std::size_t) {
+        if (g == gen_) on_write(ec);
+      });
     }
   }
 
   void on_write(error_code ec) {
     writing_ = false;
     if (ended_) return;
-    if (ec) return fail("write: " + ec.message());
+    if (ec) {
+      // A connection the server closed or lost: the pending read says how (close frame or not).
+      if (plan_.spec.reconnect) return;
+      return fail("write: " + ec.message());
+    }
     write_next();
   }
 
   void read_next() {
-    ws_.async_read(buffer_, [this](error_code ec, std::size_t) { on_read(ec); });
+    ws().async_read(buffer_, [this, g = gen_](error_code ec, std::size_t) {
+      if (g == gen_) on_read(ec);
+    });
   }
 
   void on_read(error_code ec) {
     const auto now = Clock::now();
     if (ended_) return;
     if (ec == websocket::error::closed) {
-      const auto& reason = ws_.reason();
+      const auto& reason = ws().reason();
       if (close_sent_ && reason.code == websocket::close_code::normal) {
         completed_ = true;
+        leg_over(LegEnd::kCompleted);
         return end();
       }
-      return fail(fmt::format("closed by the server: {}{}{}", static_cast<unsigned>(reason.code),
-                              reason.reason.empty() ? "" : " ", std::string(reason.reason.c_str())));
+      auto why = fmt::format("closed by the server: {}{}{}", static_cast<unsigned>(reason.code),
+                             reason.reason.empty() ? "" : " ", std::string(reason.reason.c_str()));
+      if (reason.code == websocket::close_code::going_away) return lost(LegEnd::kGoingAway, std::move(why));
+      leg_over(LegEnd::kOther);
+      return fail(std::move(why));
     }
-    if (ec) return fail("read: " + ec.message());
-    if (ws_.got_text()) {
+    if (ec) return lost(LegEnd::kCutOff, "read: " + ec.message());
+    if (ws().got_text()) {
       const auto bytes = buffer_.cdata();
       handle_text(std::string_view(static_cast<const char*>(bytes.data()), bytes.size()), now);
     }
@@ -256,6 +325,7 @@ class StreamClient {
         overload_dropped_ += j.value("dropped_messages", std::uint64_t{0});
       } else if (type == "speech_start" || type == "speech_end") {
         ++speech_events_;
+        ++(type == "speech_start" ? leg_speech_starts_ : leg_speech_ends_);
       }
     } catch (const std::exception&) {
       ++errors_["(unparsable message from the server)"];
@@ -276,7 +346,75 @@ class StreamClient {
       return;
     }
     const Clock::time_point sent{Clock::duration(ring_[frame % kRing])};
-    if (sent >= plan_.measure_from) loop_.latency_us.record(ms(now - sent) * 1000.0);
+    if (sent < plan_.measure_from) return;
+    const double us = ms(now - sent) * 1000.0;
+    loop_.latency_us.record(us);
+    const bool split = plan_.split != Clock::time_point::max();
+    if (split) (sent < plan_.split ? loop_.before_us : loop_.after_us).record(us);
+    if (leg_latency_ != nullptr) {
+      leg_latency_->all.record(us);
+      if (split && sent < plan_.split) leg_latency_->before.record(us);
+    }
+  }
+
+  // Keeps this connection's record (once) and closes its socket.
+  void leg_over(LegEnd how) {
+    if (!leg_open_) return;
+    leg_open_ = false;
+    LegRecord r;
+    r.replica = replica_;
+    r.end = how;
+    r.final_events = leg_speech_starts_ == leg_speech_ends_;
+    r.frames_sent = frames_sent_;
+    r.frames_received = received_;
+    r.reconnection = leg_is_reconnection_;
+    legs_.push_back(std::move(r));
+    frames_sent_total_ += frames_sent_;
+    received_total_ += received_;
+    error_code ignored;
+    ws().next_layer().close(ignored);
+  }
+
+  // The connection closed 1001 or was cut off: reconnect and resume at the first frame without a
+  // vad event (with spec.reconnect), or end here.
+  void lost(LegEnd how, std::string why) {
+    leg_over(how);
+    if (!plan_.spec.reconnect) return fail(std::move(why));
+    const std::uint64_t answered_samples = next_expected_ * kFrameSamples;
+    const std::size_t resume = leg_first_chunk_ + static_cast<std::size_t>(answered_samples / plan_.chunk_samples);
+    if (resume >= plan_.chunks_total) {  // everything was answered: the call is over
+      completed_ = true;
+      return end();
+    }
+    frames_resent_ += frames_sent_ - std::min<std::uint64_t>(frames_sent_, answered_samples / kFrameSamples);
+    written_ = std::min(written_, resume);
+    failure_ = std::move(why);
+    reconnecting_ = true;
+    start_leg();
+  }
+
+  // A connection (first or later) could not be opened.
+  void connect_failed(std::string why) {
+    if (!reconnecting_) return fail(std::move(why));
+    error_code ignored;
+    ws().next_layer().close(ignored);
+    ++reconnects_failed_;
+    ++reconnect_failures_[why];
+    if (++failed_in_a_row_ >= kReconnectTries) return fail("reconnect: " + why);
+    retry_timer_.expires_after(std::min<Clock::duration>(kReconnectPause * failed_in_a_row_, kReconnectPauseMax));
+    retry_timer_.async_wait([this](error_code ec) {
+      if (!ec && !ended_) start_leg();
+    });
+  }
+
+  void start_leg() {
+    leg_first_chunk_ = written_;
+    frames_sent_ = received_ = 0;
+    samples_sent_ = 0;
+    next_expected_ = 0;
+    leg_speech_starts_ = leg_speech_ends_ = 0;
+    writing_ = close_sent_ = false;
+    connect();
   }
 
   void fail(std::string why) {
@@ -286,19 +424,29 @@ class StreamClient {
 
   void end() {
     if (ended_) return;
+    leg_over(LegEnd::kOther);  // aborted, or a write error: whatever connection is open ends here
     ended_ = true;
-    timer_.cancel();
     error_code ignored;
-    ws_.next_layer().close(ignored);
+    if (!conns_.empty()) ws().next_layer().close(ignored);  // a refused or half-open one too
+    timer_.cancel();
+    retry_timer_.cancel();
     loop_.stream_ended();
   }
 
   Loop& loop_;
   const Plan& plan_;
   const std::size_t index_;
-  websocket::stream<Socket> ws_;
+  std::vector<std::unique_ptr<WsStream>> conns_;
+  unsigned gen_ = 0;  // the current connection's number: handlers of older ones return at once
   websocket::response_type response_;
   Timer timer_;
+  Timer retry_timer_;
+  bool leg_open_ = false, reconnecting_ = false, leg_is_reconnection_ = false;
+  int failed_in_a_row_ = 0;
+  std::string replica_;
+  Loop::ReplicaLatency* leg_latency_ = nullptr;  // in loop_.by_replica_us
+  std::size_t leg_first_chunk_ = 0;          // the chunk this connection's frame 0 starts with
+  std::uint64_t leg_speech_starts_ = 0, leg_speech_ends_ = 0;
   beast::flat_buffer buffer_;
   std::size_t offset_ = 0;
   Clock::time_point anchor_{};
@@ -335,7 +483,13 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
 
   const auto t0 = Clock::now() + std::chrono::milliseconds(100);
   const auto secs = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
-  Plan plan{spec, audio, t0, t0 + secs(spec.ramp_s), t0 + secs(spec.seconds), std::chrono::milliseconds(spec.chunk_ms)};
+  Plan plan{spec,
+            audio,
+            t0,
+            t0 + secs(spec.ramp_s),
+            t0 + secs(spec.seconds),
+            spec.split_at_s > 0 ? t0 + secs(spec.split_at_s) : Clock::time_point::max(),
+            std::chrono::milliseconds(spec.chunk_ms)};
   plan.chunk_samples = static_cast<std::size_t>(spec.chunk_ms) * kRateHz / 1000;
   plan.chunks_total = static_cast<std::size_t>(std::llround(spec.seconds * 1000.0 / spec.chunk_ms));
 
@@ -399,12 +553,34 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
       ++r.failure_reasons[s->failure_.empty() ? "unknown" : s->failure_];
     }
     if (s->aborted_) ++r.aborted;
-    r.messages_sent += s->written_;
-    r.frames_sent += s->frames_sent_;
-    r.frames_received += s->received_;
-    if (s->frames_sent_ > s->received_) {
-      r.frames_lost += s->frames_sent_ - s->received_;
+    r.messages_sent += s->messages_;
+    r.frames_sent += s->frames_sent_total_;
+    r.frames_received += s->received_total_;
+    if (s->frames_sent_total_ > s->received_total_) {
+      r.frames_lost += s->frames_sent_total_ - s->received_total_;
       ++r.streams_with_loss;
+    }
+    r.frames_resent += s->frames_resent_;
+    r.reconnects += s->reconnects_;
+    r.reconnects_failed += s->reconnects_failed_;
+    for (const auto& [why, n] : s->reconnect_failures_) r.reconnect_failure_reasons[why] += n;
+    if (!spec.replica_header.empty()) {
+      for (const LegRecord& leg : s->legs_) {
+        ReplicaStats& rs = r.replicas[leg.replica];
+        ++rs.connections;
+        if (leg.reconnection) ++rs.reconnects_landed;
+        rs.frames_sent += leg.frames_sent;
+        rs.frames_unanswered += leg.frames_sent - std::min(leg.frames_sent, leg.frames_received);
+        switch (leg.end) {
+          case LegEnd::kCompleted: ++rs.completed; break;
+          case LegEnd::kGoingAway:
+            ++rs.going_away;
+            if (leg.final_events) ++rs.going_away_final_events;
+            break;
+          case LegEnd::kCutOff: ++rs.cut_off; break;
+          case LegEnd::kOther: ++rs.other; break;
+        }
+      }
     }
     r.frames_out_of_order += s->out_of_order_;
     r.frames_unmeasured += s->unmeasured_;
@@ -414,8 +590,8 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
     r.overload_dropped_messages += s->overload_dropped_;
     for (const auto& [code, n] : s->errors_) r.errors[code] += n;
     window_msgs += s->window_msgs_;
-    if (s->written_ > 1) {
-      const double audio_s = static_cast<double>(s->written_) * spec.chunk_ms / 1000.0;
+    if (s->messages_ > 1) {
+      const double audio_s = static_cast<double>(s->messages_) * spec.chunk_ms / 1000.0;
       const double wall = std::chrono::duration<double>(s->last_send_ - s->first_send_ + plan.period).count();
       const double factor = audio_s / wall;
       r.realtime_factor_min = factor_n == 0 ? factor : std::min(r.realtime_factor_min, factor);
@@ -436,6 +612,12 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
   for (const auto& loop : loops) {
     r.latency.merge(loop->latency_us);
     r.send_lag.merge(loop->send_lag_us);
+    r.latency_before_split.merge(loop->before_us);
+    r.latency_after_split.merge(loop->after_us);
+    for (const auto& [name, h] : loop->by_replica_us) {
+      r.replicas[name].latency.merge(h.all);
+      r.replicas[name].latency_before_split.merge(h.before);
+    }
   }
   return r;
 }

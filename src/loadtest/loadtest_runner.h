@@ -11,6 +11,14 @@
 // Event latency: the send time (the write handed to the socket) of the message that completed
 // frame k is kept in a ring per stream; the `vad` event whose "t" is frame k's start is timed
 // against it on arrival. Only frames sent after the ramp (t0 + ramp_s) count.
+//
+// Behind a balancer (scripts/scale_test.sh): `replica_header` names the handshake response header
+// that says which replica took the connection (HAProxy sets it, deploy/haproxy/), and each
+// connection's end is kept per replica: completed, closed 1001 with or without its final events
+// (every speech_start answered by its speech_end before the close), cut off (no close frame: the
+// replica died). With `reconnect`, a stream closed 1001 or cut off opens a new connection to the
+// same URL (a refused attempt is tried again, with a growing pause, up to 10 times) and resumes at its first frame without a vad event (what a telephony bridge does: the
+// call's audio is kept until the engine answers it), so the call loses nothing it sent.
 #pragma once
 
 #include <chrono>
@@ -50,6 +58,24 @@ struct LoadSpec {
   // Called once from a helper thread at t0 + probe_at_s (for the server's /metrics under load).
   std::function<void()> probe;
   double probe_at_s = 0;
+  std::string replica_header;  // e.g. "x-brisvox-replica"; empty: not tracked
+  bool reconnect = false;
+  double split_at_s = 0;       // > 0: latency also kept for frames sent before / after t0 + split_at_s
+};
+
+// The connections one replica took (a reconnected stream counts once per connection).
+struct ReplicaStats {
+  int connections = 0;
+  int completed = 0;                    // close 1000 after our close
+  int going_away = 0;                   // close 1001 (the replica drained)
+  int going_away_final_events = 0;      // ... with every speech_start answered by its speech_end first
+  int cut_off = 0;                      // ended without a close frame (the replica died)
+  int other = 0;                        // any other end (another close code, a write error, aborted)
+  int reconnects_landed = 0;            // reconnections that this replica took
+  std::uint64_t frames_sent = 0;
+  std::uint64_t frames_unanswered = 0;  // sent on this replica's connections, no vad event on them
+  LatencyHistogram latency;             // frames sent after the ramp
+  LatencyHistogram latency_before_split;  // ... and before spec.split_at_s (with one)
 };
 
 struct LoadResult {
@@ -79,6 +105,13 @@ struct LoadResult {
   double realtime_factor_min = 0;     // per stream: audio sent / wall time it took; 1.0 = real time
   double realtime_factor_mean = 0;
   double wall_s = 0;
+  // With spec.replica_header / reconnect / split_at_s:
+  std::map<std::string, ReplicaStats> replicas;  // "" when the header is absent
+  int reconnects = 0;             // new connections after a 1001 or a cut-off
+  int reconnects_failed = 0;      // attempts refused or failed (each tried again, up to 10 in a row)
+  std::map<std::string, int> reconnect_failure_reasons;
+  std::uint64_t frames_resent = 0;  // frames sent again on a new connection (unanswered on the old one)
+  LatencyHistogram latency_before_split, latency_after_split;
 };
 
 // Runs the test; returns when every stream has ended (or been aborted).
