@@ -8,6 +8,7 @@
 
 #include "brisvox/error.h"
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "server/server.h"
 #include "server/server_log.h"
 
@@ -25,6 +26,8 @@ struct ServeOptions {
   int stt_threads = 1;
   std::string tts_voice;
   int tts_workers = 0;
+  std::string config_file;              // --config: a TOML/INI file of these options
+  std::vector<std::string> from_file;   // the keys it set (for errors that name it)
 };
 
 int run_serve(ServeOptions& o) {
@@ -53,6 +56,11 @@ int run_serve(ServeOptions& o) {
     tts.num_workers = o.tts_workers;
     o.config.engine.models.push_back(tts);
   }
+  try {
+    o.config.validate();
+  } catch (const Error& e) {
+    throw with_config_source(e, o.config_file, o.from_file);
+  }
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
   server::log_server("listening on {}", server.url());
   server.run();
@@ -78,6 +86,10 @@ Command add_serve_command(CLI::App& app) {
       "  curl --data-binary @call.wav http://127.0.0.1:8700/v1/vad\n"
       "  brisvox serve --tts-voice en_US-joe-medium\n"
       "  curl -d '{\"text\":\"Hello there.\"}' -o hello.wav http://127.0.0.1:8700/v1/tts");
+  app.add_option("--config", o->config_file,
+                 "A TOML/INI file of these options (key = long option without the dashes, e.g. "
+                 "max-streams = 64; docs/CLI.md); the command line overrides it")
+      ->check(CLI::ExistingFile);
   app.add_option("--host", c.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", c.port, "Port; 0 picks a free one (printed on start)")->capture_default_str();
   app.add_option("--models-dir", o->models_dir,
@@ -137,11 +149,15 @@ Command add_serve_command(CLI::App& app) {
   app.add_flag("--log-timestamps", c.log_timestamps, "Start each log line with its UTC time (ISO 8601)");
   app.add_flag("--access-log", c.access_log,
                "Log one line per HTTP answer: client, method, path, status, bytes, ms, error code");
-  app.add_option("--web-dir", c.web_dir, "Folder of the demo page (default: the source tree's web/)");
+  app.add_option("--web-dir", c.web_dir,
+                 "Folder of the demo page (default: share/brisvox/web when installed, else the source tree's web/)");
   app.add_option("--drain-timeout-s", l.drain_timeout_s,
                  "On SIGINT/SIGTERM, how long open streams get to deliver their final events")
       ->capture_default_str();
-  return [o] { return run_serve(*o); };
+  return [o, &app] {
+    if (!o->config_file.empty()) o->from_file = apply_config_file(app, o->config_file);
+    return run_serve(*o);
+  };
 }
 
 }  // namespace brisvox::cli

@@ -5,8 +5,9 @@
 
 #include <cstdlib>
 
-#include "brisvox/error.h"
+#include "base/install_dirs.h"
 #include "base/log.h"
+#include "brisvox/error.h"
 
 namespace brisvox {
 namespace {
@@ -27,10 +28,30 @@ std::string_view bundled_version(std::string_view name, bool& exported) {
   return {};
 }
 
+// Where models_dir() looks, in order, and why it chose what it did: for the errors of a missing model.
+std::string models_dir_search() {
+  const char* env = std::getenv("BRISVOX_MODELS_DIR");
+  if (env != nullptr && *env != '\0') return fmt::format("the models folder is $BRISVOX_MODELS_DIR='{}'", env);
+  return fmt::format("$BRISVOX_MODELS_DIR is unset; folders tried: '{}' (installed layout), '{}' (build default)",
+                     detail::installed_data_dir("models"), BRISVOX_DEFAULT_MODELS_DIR);
+}
+
+std::string missing_bundled(std::string_view what, std::string_view path) {
+  return fmt::format("{} not found at '{}' ({}): run scripts/setup.sh, or set BRISVOX_MODELS_DIR to the folder "
+                     "holding it",
+                     what, path, models_dir_search());
+}
+
 }  // namespace
 
+// $BRISVOX_MODELS_DIR, else <prefix>/share/brisvox/models beside an installed binary, else the build's
+// default: an installed brisvox never reaches into the checkout it was built from, and a build-tree
+// binary (no share/ above it) keeps using the folder scripts/setup.sh fills.
 std::string models_dir() {
   if (const char* env = std::getenv("BRISVOX_MODELS_DIR"); env != nullptr && *env != '\0') return env;
+  if (std::string installed = detail::installed_data_dir("models"); !installed.empty() && file_exists(installed)) {
+    return installed;
+  }
   return BRISVOX_DEFAULT_MODELS_DIR;
 }
 
@@ -60,9 +81,7 @@ std::string resolve_vad_model(std::string_view name_or_path) {
     }
   }
   if (!file_exists(published)) {
-    throw Error(ErrorCode::kIo, fmt::format("bundled model '{}' not found at '{}': run scripts/setup.sh, "
-                                            "or set BRISVOX_MODELS_DIR to the folder holding it",
-                                            name_or_path, published));
+    throw Error(ErrorCode::kIo, missing_bundled(fmt::format("bundled model '{}'", name_or_path), published));
   }
   return published;
 }
@@ -73,9 +92,7 @@ std::string resolve_stt_model(std::string_view name_or_path) {
   if (name_or_path == "tiny.en" || name_or_path == "tiny.en-int8") {
     const std::string folder = fmt::format("{}/whisper-{}", models_dir(), name_or_path);
     if (!file_exists(folder)) {
-      throw Error(ErrorCode::kIo, fmt::format("bundled Whisper model '{}' not found at '{}': run scripts/setup.sh, "
-                                              "or set BRISVOX_MODELS_DIR to the folder holding it",
-                                              name_or_path, folder));
+      throw Error(ErrorCode::kIo, missing_bundled(fmt::format("bundled Whisper model '{}'", name_or_path), folder));
     }
     return folder;
   }
@@ -92,9 +109,7 @@ std::string resolve_turn_model(std::string_view name_or_path) {
   if (name_or_path == "v3.2") {
     const std::string path = fmt::format("{}/smart-turn-v3.2-cpu.onnx", models_dir());
     if (!file_exists(path)) {
-      throw Error(ErrorCode::kIo, fmt::format("bundled Smart Turn model 'v3.2' not found at '{}': run scripts/setup.sh, "
-                                              "or set BRISVOX_MODELS_DIR to the folder holding it",
-                                              path));
+      throw Error(ErrorCode::kIo, missing_bundled("bundled Smart Turn model 'v3.2'", path));
     }
     return path;
   }

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
+#include "base/install_dirs.h"
 #include "brisvox/error.h"
 
 #ifndef BRISVOX_WEB_DIR
@@ -19,7 +22,14 @@ void require(bool ok, const std::string& message) {
 
 }  // namespace
 
-std::string default_web_dir() { return BRISVOX_WEB_DIR; }
+// An installed server serves <prefix>/share/brisvox/web; one run from the build tree (no share/
+// above it) serves the source tree's web/.
+std::string default_web_dir() {
+  const std::string installed = detail::installed_data_dir("web");
+  std::error_code ec;
+  if (!installed.empty() && std::filesystem::is_directory(installed, ec)) return installed;
+  return BRISVOX_WEB_DIR;
+}
 
 void ServerConfig::validate() const {
   require(!host.empty(), "--host must not be empty");

@@ -86,7 +86,7 @@ struct ServerConfig {
   // these, IP literals, "localhost" and "*.localhost", and --host itself are always accepted; "*"
   // accepts any. Another Host gets 403 "forbidden_host".
   std::vector<std::string> allowed_hosts;
-  std::string web_dir;  // the demo page's folder; empty: the source tree's web/ (compiled in)
+  std::string web_dir;  // the demo page's folder; empty: default_web_dir()
   // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;
@@ -96,7 +96,8 @@ struct ServerConfig {
   void validate() const;  // Error(kInvalidArgument) naming the field
 };
 
-// The web/ folder of the source tree this server was built from.
+// <prefix>/share/brisvox/web of an installed server, else the web/ folder of the source tree it was
+// built from.
 std::string default_web_dir();
 
 }  // namespace brisvox::server

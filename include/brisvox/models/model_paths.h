@@ -8,8 +8,9 @@
 
 namespace brisvox {
 
-// The models folder: $BRISVOX_MODELS_DIR if set, else the folder scripts/setup.sh fills
-// (compiled in as the build's default).
+// The models folder: $BRISVOX_MODELS_DIR if set, else <prefix>/share/brisvox/models when this
+// binary is installed (bin/ or lib/ beside share/, docs/INSTALL.md), else the folder
+// scripts/setup.sh fills (compiled in as the build's default). A missing model's error names them.
 std::string models_dir();
 
 // "v5" / "v6" -> <models_dir>/silero_vad_v5.flat.onnx ... (the batched-inference rewrite made by
