@@ -104,26 +104,34 @@ TEST_F(AudioReaderTest, ChannelsAloneOrMixed) {
   }
 }
 
-// The limit is checked as decoding goes (a streamed WAV declares no length): what was decoded
-// before the refusal is at most the limit plus one block.
+// The limit is checked as decoding goes when the length is not declared (a FLAC whose STREAMINFO
+// says 0 samples: "unknown", as streaming encoders write it): what was decoded before the refusal
+// is at most the limit plus one block.
 TEST_F(AudioReaderTest, LimitWhileDecoding) {
-  write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, std::vector<short>(16000, 100));
-  auto wav = read_bytes(path("full.wav"));
-  std::memset(wav.data() + 40, 0xFF, 4);  // the data size of a streamed WAV: not declared
+  write_shorts(path("full.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, std::vector<short>(16000, 100));
+  auto flac = read_bytes(path("full.flac"));
+  ASSERT_GT(flac.size(), 26u);
+  // STREAMINFO starts at byte 8; its 36-bit total-samples field is the low 4 bits of byte 21 and
+  // bytes 22-25.
+  flac[21] = static_cast<char>(flac[21] & 0xF0);
+  std::memset(flac.data() + 22, 0, 4);
   AudioReadOptions options;
   options.max_duration_s = 0.5;
-  AudioReader reader = AudioReader::open_memory(std::as_bytes(std::span(wav)), "body", options);
+  AudioReader reader = AudioReader::open_memory(std::as_bytes(std::span(flac)), "body", options);
   EXPECT_FALSE(reader.num_frames().has_value());
   std::vector<float> block(1000);
   std::size_t total = 0;
   try {
     while (std::size_t n = reader.read_mono(block)) total += n;
-    FAIL() << "no error";
+    FAIL() << "no error after " << total << " samples";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kLimitExceeded);
     EXPECT_NE(std::string(e.what()).find("longer than the 0.5 s allowed"), std::string::npos) << e.what();
   }
   EXPECT_LE(total, 8000u);
+  // Without a limit the same file reads whole.
+  AudioReader all = AudioReader::open_memory(std::as_bytes(std::span(flac)), "body");
+  EXPECT_EQ(read_in_blocks(all, 1000).size(), 16000u);
 }
 
 TEST_F(AudioReaderTest, HeaderlessFromMemory) {
