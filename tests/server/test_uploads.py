@@ -2,8 +2,8 @@
 """POST /v1/vad uploads (issue 13 defect 3, issue 14 item 6) against `brisvox serve` on loopback:
 
 - a long upload is decoded a block at a time as the engine takes it, so the server's memory does
-  not grow with the audio's duration (before: a 10-minute FLAC of a few KB cost +38 MiB of
-  decoded samples, 6 hours 2.3 GiB);
+  not grow with the audio's duration (before: a 10-minute FLAC of 1.6 MB cost +52 MiB of peak RSS,
+  6 hours 2.3 GiB);
 - multipart/form-data (`curl -F file=@call.wav`) is read from its field "file" (before: 415), and
   a form without that field gets 400 naming the fields it has.
 
@@ -32,7 +32,7 @@ def post(server, path, body, content_type=None):
     if content_type:
         head += f"Content-Type: {content_type}\r\n"
     head += "Connection: close\r\n\r\n"
-    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=150) as sock:
         sock.sendall(head.encode() + body)
         data = b""
         while True:
@@ -109,13 +109,14 @@ def test_multipart_errors(c):
 
 
 def test_long_upload_in_bounded_memory(c):
-    """A 10-minute FLAC of silence (a few KB): answered 200, and the server's peak RSS grows by
-    less than 12 MiB (decoded whole it would be 38 MiB of samples)."""
+    """A 5-minute FLAC of silence: answered 200, and the server's peak RSS grows by less than
+    10 MiB (decoded whole: +28.6 MiB; 10 minutes cost +52 MiB). 5 minutes, not more: the test runs
+    under ThreadSanitizer too."""
     if not shutil.which("sox"):
         c.log("sox missing: skipped")
         return
     flac = os.path.join(c.tmp, "long.flac")
-    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", flac, "trim", "0", "600"], check=True)
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", flac, "trim", "0", "300"], check=True)
     with open(flac, "rb") as f:
         body = f.read()
     # Warm up: the first request allocates the engine's per-stream buffers.
@@ -126,10 +127,10 @@ def test_long_upload_in_bounded_memory(c):
     status, doc = post(c.server, "/v1/vad", body)
     took = time.monotonic() - t0
     peak1 = peak_rss_bytes(c.server)
-    c.log(f"{len(body)} bytes of FLAC for 600 s: {status} in {took:.1f} s, peak RSS "
+    c.log(f"{len(body)} bytes of FLAC for 300 s: {status} in {took:.1f} s, peak RSS "
           f"{peak0 / MIB:.1f} -> {peak1 / MIB:.1f} MiB")
-    assert status == 200 and doc["duration"] == 600.0 and doc["segments"] == [], doc
-    assert peak1 - peak0 < 12 * MIB, f"peak RSS +{(peak1 - peak0) / MIB:.1f} MiB for a 600 s upload"
+    assert status == 200 and doc["duration"] == 300.0 and doc["segments"] == [], doc
+    assert peak1 - peak0 < 10 * MIB, f"peak RSS +{(peak1 - peak0) / MIB:.1f} MiB for a 300 s upload"
 
 
 TESTS = [test_multipart_upload, test_multipart_errors, test_long_upload_in_bounded_memory]
