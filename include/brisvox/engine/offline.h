@@ -73,7 +73,7 @@ struct OfflineProgress {
 struct OfflineOptions {
   AudioReadOptions read;           // how files are read (max_duration_s included)
   StreamConfig stream;             // the pipeline; sample_rate_hz comes from each recording
-  std::size_t max_open = 64;       // recordings in flight at once
+  std::size_t max_open = 64;       // streams in flight at once (a split recording: one per channel)
   // Set (by another thread): stop; the recordings not finished fail with Error(kClosed).
   const std::atomic<bool>* abort = nullptr;
   // Channels of a multichannel recording: their mean (one result, channel -1) by default;

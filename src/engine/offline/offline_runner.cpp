@@ -262,12 +262,16 @@ void run_offline(Engine& engine, std::span<const OfflineInput> inputs, const Off
       }
       break;
     }
-    while (active.size() < max_open && next_input < inputs.size()) {
+    // max_open counts streams: a split recording takes one per channel.
+    std::size_t num_streams = 0;
+    for (const auto& job : active) num_streams += job->lanes.size();
+    while (num_streams < max_open && next_input < inputs.size()) {
       const OfflineInput& input = inputs[next_input];
       auto job = std::make_unique<Job>();
       job->index = next_input++;
       try {
         open_job(engine, *job, input, options, stream_config);
+        num_streams += job->lanes.size();
         active.push_back(std::move(job));
       } catch (const Error& e) {
         OfflineResult r;
