@@ -7,7 +7,8 @@ Contract of every real v3.x file (v3.0, v3.1, v3.2, -cpu int8 and -gpu fp32 alik
   input  0  "input_features"  float32 [batch, 80, 800]  Whisper log-mel of the last 8 s at 16 kHz
   output 0  "logits"          float32 [batch, 1]        already a probability (Sigmoid in the graph)
 
-Usage:
+Usage (any python3 with numpy and onnx >= 1.12: Debian's /usr/bin/python3 with python3-onnx, or
+the project's venv, .venv/bin/python, with onnx 1.23 and numpy 2; checked with both):
   make_turn_models.py OUT_DIR [--int8] [--self-test]
   make_turn_models.py --reference-forward MODEL INPUT.npy OUT.npy [--float64] [--engine E]
 
@@ -116,9 +117,16 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:
+    # A python3 without numpy and onnx (not Debian's, whose python3-onnx python3-numpy the build
+    # uses, and not the project's venv): say how to run it instead of a traceback.
+    sys.exit(f"make_turn_models.py: {e}: it needs numpy and onnx (1.12 or later). Run it with the "
+             f"system python that has python3-onnx and python3-numpy (/usr/bin/python3 on Debian), or "
+             f"with the project's venv that scripts/setup.sh makes: .venv/bin/python {' '.join(sys.argv)}")
 
 OPSET = 17
 IR_VERSION = 8

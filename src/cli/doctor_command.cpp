@@ -268,6 +268,13 @@ int run_doctor(bool as_json, int runs) {
 Command add_doctor_command(CLI::App& app) {
   auto as_json = std::make_shared<bool>(false);
   auto runs = std::make_shared<int>(500);
+  // Its own footer: a subcommand without one shows the global examples (CLI11 inherits it).
+  app.footer(
+      "Checks ONNX Runtime (version, providers), finds and loads every bundled model, and times each session\n"
+      "setting; exit status 1 if anything is missing or fails.\n"
+      "Examples:\n"
+      "  brisvox doctor\n"
+      "  brisvox doctor --json | jq .models");
   app.add_flag("--json", *as_json, "Print the report as JSON");
   app.add_option("--runs", *runs, "Timed runs per session setting")->capture_default_str()->check(CLI::Range(10, 1000000));
   return [as_json, runs] { return run_doctor(*as_json, *runs); };

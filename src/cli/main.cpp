@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       "  brisvox say -o hello.wav \"Hello there.\"       text-to-speech with a Piper voice (brisvox voices)\n"
       "Run `brisvox COMMAND --help` for the options of a command.");
   app.require_subcommand(1);
+  // Global options (--log-level) are accepted after the subcommand too: `brisvox vad --log-level info a.wav`.
+  app.fallthrough();
   app.set_version_flag("--version", fmt::format("brisvox {} (ONNX Runtime {})", BRISVOX_VERSION,
                                                 ort_version()));
   std::string level = "warn";

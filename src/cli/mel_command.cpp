@@ -80,14 +80,23 @@ int run_mel(const MelOptions& o) {
 
 Command add_mel_command(CLI::App& app) {
   auto o = std::make_shared<MelOptions>();
+  // Its own footer: a subcommand without one shows the global examples (CLI11 inherits it).
+  app.footer(
+      "Output: a NumPy .npy of float32 [80, frames], Whisper's log-mel spectrogram (16 kHz, 100 frames/s).\n"
+      "Examples:\n"
+      "  brisvox mel speech.wav -o mel.npy\n"
+      "  brisvox mel --raw-encoding mulaw call.ul -o call.npy\n"
+      "  python3 -c \"import numpy; print(numpy.load('mel.npy').shape)\"");
   app.add_option("file", o->file,
-                 "Audio file: WAV, FLAC, OGG (any rate, mixed to mono), or raw PCM")
+                 "Audio file: WAV, RF64, FLAC, Ogg, MP3, AIFF, AU (any rate, mixed to mono), headerless PCM/G.711, "
+                 "or - for standard input")
       ->required();
   app.add_option("-o,--output", o->output, "The .npy to write: float32 [80, frames], 100 frames/s")
       ->required();
   app.add_option("--raw-encoding", o->raw_encoding,
                  "Headerless input: pcm_s16le, pcm_f32le, mulaw or alaw");
-  app.add_option("--raw-rate", o->raw_rate_hz, "Sample rate of headerless input");
+  app.add_option("--raw-rate", o->raw_rate_hz,
+                 "Sample rate of headerless input (.raw/.pcm/.ul/.al or --raw-encoding; G.711 defaults to 8000)");
   return [o] { return run_mel(*o); };
 }
 

@@ -1,22 +1,22 @@
-// A one-line progress bar on stderr, for many-file runs on a terminal. Disabled, it does nothing.
+// A one-line progress bar on stderr for file runs: the share of the audio read (files done, plus
+// the part read of the open ones), the files done and the audio seconds read, so a single 2-hour
+// file moves too. Disabled, it does nothing.
 #pragma once
 
-#include <cstddef>
+#include "brisvox/engine/offline.h"
 
 namespace brisvox::cli {
 
 class ProgressBar {
  public:
-  ProgressBar(std::size_t total, bool enabled) : total_(total), enabled_(enabled) {}
-  void advance();
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  void update(const OfflineProgress& progress);
   void clear();   // erase the bar (before printing something else to the terminal)
   void finish();  // erase it for good
 
  private:
-  void draw();
-  std::size_t total_;
-  std::size_t done_ = 0;
   bool enabled_;
+  bool shown_ = false;
 };
 
 }  // namespace brisvox::cli

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "brisvox/error.h"
@@ -27,8 +28,8 @@ std::string_view file_extension(SegmentFormat format) {
   return ".txt";
 }
 
-void write_header(std::FILE* out, SegmentFormat format) {
-  if (format == SegmentFormat::kCsv) fmt::print(out, "file,start,end\n");
+void write_header(std::FILE* out, SegmentFormat format, bool channel_column) {
+  if (format == SegmentFormat::kCsv) std::fputs(channel_column ? "file,channel,start,end\n" : "file,start,end\n", out);
 }
 
 namespace {
@@ -40,32 +41,42 @@ std::string csv_quote(const std::string& s) {
   return q + "\"";
 }
 
-// RTTM file ids cannot hold spaces: the stem with spaces replaced.
+// RTTM file ids cannot hold spaces: the stem with spaces replaced ("stdin" for "-").
 std::string rttm_id(const std::string& file) {
-  std::string id = std::filesystem::path(file).stem().string();
+  std::string id = file == "-" ? std::string("stdin") : std::filesystem::path(file).stem().string();
   for (char& c : id) if (c == ' ' || c == '\t') c = '_';
   return id.empty() ? "audio" : id;
 }
 
 }  // namespace
 
-void write_segments(std::FILE* out, SegmentFormat format, const OfflineResult& r, bool frame_probs) {
+void write_segments(std::FILE* out, SegmentFormat format, const OfflineResult& r, bool frame_probs,
+                    bool channel_column) {
+  const std::string csv_file =
+      channel_column ? fmt::format("{},{}", csv_quote(r.file), std::max(r.channel, 0)) : csv_quote(r.file);
   switch (format) {
     case SegmentFormat::kJson:
       fmt::print(out, "{}\n", frame_probs ? result_json(r, {ResultPart::kSegments, ResultPart::kFrameProbs})
                                           : result_json(r, {ResultPart::kSegments}));
       break;
     case SegmentFormat::kCsv:
-      for (const auto& [start, end] : r.segments_s) fmt::print(out, "{},{},{}\n", csv_quote(r.file), start, end);
+      for (const auto& [start, end] : r.segments_s) fmt::print(out, "{},{},{}\n", csv_file, start, end);
+      if (r.segments_s.empty()) fmt::print(out, "{},,\n", csv_file);  // read, and silent
       break;
     case SegmentFormat::kRttm:
       for (const auto& [start, end] : r.segments_s) {
-        fmt::print(out, "SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> speech <NA> <NA>\n", rttm_id(r.file), start,
-                   end - start);
+        fmt::print(out, "SPEAKER {} {} {:.3f} {:.3f} <NA> <NA> speech <NA> <NA>\n", rttm_id(r.file),
+                   r.channel >= 0 ? r.channel + 1 : 1, start, end - start);
       }
       break;
     case SegmentFormat::kAudacity:
-      for (const auto& [start, end] : r.segments_s) fmt::print(out, "{:.6f}\t{:.6f}\tspeech\n", start, end);
+      for (const auto& [start, end] : r.segments_s) {
+        if (r.channel >= 0) {
+          fmt::print(out, "{:.6f}\t{:.6f}\tspeech (channel {})\n", start, end, r.channel);
+        } else {
+          fmt::print(out, "{:.6f}\t{:.6f}\tspeech\n", start, end);
+        }
+      }
       break;
   }
 }

@@ -9,12 +9,13 @@
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "cli/commands.h"
+#include "cli/file_run.h"
 
 namespace brisvox::cli {
 namespace {
 
 struct TranscribeOptions {
-  std::vector<std::string> files;
+  FileOptions files;
   std::string model = "tiny.en";
   std::string format = "json";
   std::string language = "en";
@@ -23,8 +24,6 @@ struct TranscribeOptions {
   int workers = 0;
   int stt_workers = 1;
   int stt_threads = 1;
-  std::string raw_encoding;
-  int raw_rate_hz = 0;
 };
 
 // SubRip and WebVTT times: HH:MM:SS,mmm and HH:MM:SS.mmm.
@@ -39,24 +38,24 @@ std::string trimmed(const std::string& s) {
   return s.substr(begin, s.find_last_not_of(" \t\n") - begin + 1);
 }
 
-void write(const OfflineResult& r, const std::string& format) {
+void write(std::FILE* out, const OfflineResult& r, const std::string& format) {
   if (format == "json") {
-    fmt::print("{}\n", transcript_json(r));
+    fmt::print(out, "{}\n", transcript_json(r));
     return;
   }
   if (format == "txt") {
-    fmt::print("{}\n", transcript_text(r));
+    fmt::print(out, "{}\n", transcript_text(r));
     return;
   }
   const bool vtt = format == "vtt";
-  if (vtt) fmt::print("WEBVTT\n\n");
+  if (vtt) fmt::print(out, "WEBVTT\n\n");
   int index = 1;
   for (const TranscriptSegment& seg : r.transcripts) {
     const std::string text = trimmed(seg.transcript.text);
     if (seg.transcript.no_speech || text.empty()) continue;
-    if (!vtt) fmt::print("{}\n", index);
+    if (!vtt) fmt::print(out, "{}\n", index);
     ++index;
-    fmt::print("{} --> {}\n{}\n\n", clock_time(seg.start_s, vtt ? '.' : ','), clock_time(seg.end_s, vtt ? '.' : ','),
+    fmt::print(out, "{} --> {}\n{}\n\n", clock_time(seg.start_s, vtt ? '.' : ','), clock_time(seg.end_s, vtt ? '.' : ','),
                text);
   }
 }
@@ -68,10 +67,21 @@ int run_transcribe(const TranscribeOptions& o) {
   if (o.window != "full" && o.window != "fit") {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--window must be full or fit, got '{}'", o.window));
   }
-  if ((o.format == "srt" || o.format == "vtt") && o.files.size() > 1) {
+  if ((o.format == "srt" || o.format == "vtt") && o.files.files.size() > 1 && o.files.output_dir.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("--format {} writes one file's subtitles: give one file, not {}", o.format, o.files.size()));
+                fmt::format("--format {} writes one file's subtitles: give one file, not {}, or -o DIR", o.format,
+                            o.files.files.size()));
   }
+  if ((o.format == "srt" || o.format == "vtt") && o.files.channels == "split") {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--format {} holds one track of subtitles: use --channel N instead of --channels split",
+                            o.format));
+  }
+  OfflineOptions run_options;
+  apply_file_options(o.files, run_options);
+  check_workers("--workers", o.workers);
+  check_workers("--stt-workers", o.stt_workers);
+  check_workers("--stt-threads", o.stt_threads);
   EngineConfig ec;
   ec.models = {ModelSpec::silero_vad(o.vad_model), ModelSpec::whisper(o.model)};
   ec.models[0].num_workers = o.workers;
@@ -79,28 +89,15 @@ int run_transcribe(const TranscribeOptions& o) {
   ec.models[1].session.intra_op_threads = o.stt_threads;
   ec.admission_control = false;
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
-  OfflineOptions run_options;
-  if (!o.raw_encoding.empty()) run_options.read.raw_encoding = parse_encoding(o.raw_encoding);
-  run_options.read.raw_sample_rate_hz = o.raw_rate_hz;
   run_options.stream.stt = SttStage{};
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
   // Each file in flight keeps 30 s of history; the Whisper slots are the bottleneck anyway.
   run_options.max_open = static_cast<std::size_t>(engine.config().model("stt").max_pending) + 2;
-  std::vector<OfflineInput> inputs;
-  for (const auto& file : o.files) inputs.push_back(OfflineInput{file, std::nullopt});
-  int failures = 0;
-  run_offline(engine, inputs, run_options, [&](const OfflineResult& r) {
-    if (r.error) {
-      std::fprintf(stderr, "brisvox transcribe: %s: error [%s]: %s\n", r.file.c_str(),
-                   std::string(to_string(r.error->code())).c_str(), r.error->what());
-      ++failures;
-      return;
-    }
-    write(r, o.format);
-    std::fflush(stdout);
-  });
-  return failures == 0 ? kExitOk : kExitInputFailed;
+  ResultWriter writer;
+  writer.extension = o.format == "json" ? ".json" : o.format == "txt" ? ".txt" : o.format == "srt" ? ".srt" : ".vtt";
+  writer.write = [&o](std::FILE* out, const OfflineResult& r) { write(out, r, o.format); };
+  return run_files("transcribe", engine, o.files, run_options, writer);
 }
 
 }  // namespace
@@ -118,7 +115,7 @@ Command add_transcribe_command(CLI::App& app) {
       "  brisvox transcribe --format srt lecture.flac > lecture.srt\n"
       "  brisvox transcribe --model /models/whisper-base --language de interview.wav\n"
       "  brisvox transcribe --raw-encoding mulaw --raw-rate 8000 call.ul");
-  app.add_option("files", o->files, "Audio files (any rate; 8 kHz telephony works)")->required();
+  add_file_options(app, o->files, "Audio files (any rate; 8 kHz telephony works)");
   app.add_option("--model", o->model,
                  "Whisper model: tiny.en or tiny.en-int8 (bundled) or a folder in brisvox's, sherpa-onnx's or Optimum's layout")
       ->capture_default_str();
@@ -133,8 +130,6 @@ Command add_transcribe_command(CLI::App& app) {
   app.add_option("--stt-workers", o->stt_workers, "Whisper threads (each with its own sessions, ~320 MB)")
       ->capture_default_str();
   app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")->capture_default_str();
-  app.add_option("--raw-encoding", o->raw_encoding, "Headerless input: pcm_s16le, pcm_f32le, mulaw or alaw");
-  app.add_option("--raw-rate", o->raw_rate_hz, "Sample rate of headerless input");
   return [o] { return run_transcribe(*o); };
 }
 

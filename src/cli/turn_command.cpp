@@ -1,18 +1,26 @@
-// `brisvox turn FILE...`: voice activity + end-of-turn detection (Smart Turn v3) on files.
+// `brisvox turn FILE...`: voice activity + end-of-turn detection (Smart Turn v3) on files. The
+// same inputs, channels, output places and VAD parameters as `brisvox vad` (cli/file_run.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <vector>
 
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "cli/commands.h"
+#include "cli/file_run.h"
+#include "cli/vad_params.h"
 
 namespace brisvox::cli {
 namespace {
 
 struct TurnOptions {
-  std::vector<std::string> files;
+  FileOptions files;
+  std::string format = "json";
   std::string turn_model = "v3.2";
   std::string model = "v6";
   int workers = 0;
@@ -23,9 +31,111 @@ struct TurnOptions {
   TurnParams turn;
 };
 
+enum class TurnFormat { kJson, kCsv, kRttm, kAudacity };
+
+TurnFormat parse_turn_format(const std::string& name) {
+  if (name == "json") return TurnFormat::kJson;
+  if (name == "csv") return TurnFormat::kCsv;
+  if (name == "rttm") return TurnFormat::kRttm;
+  if (name == "audacity") return TurnFormat::kAudacity;
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown format '{}': use json, csv, rttm or audacity", name));
+}
+
+std::string_view extension(TurnFormat f) {
+  switch (f) {
+    case TurnFormat::kJson: return ".json";
+    case TurnFormat::kCsv: return ".csv";
+    case TurnFormat::kRttm: return ".rttm";
+    case TurnFormat::kAudacity: return ".txt";
+  }
+  return ".txt";
+}
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string rttm_id(const std::string& file) {
+  std::string id = file == "-" ? std::string("stdin") : std::filesystem::path(file).stem().string();
+  for (char& c : id) if (c == ' ' || c == '\t') c = '_';
+  return id.empty() ? "audio" : id;
+}
+
+struct Verdict {
+  const TurnVerdict* turn;
+  bool incomplete;
+};
+
+// Finished turns and unfinished pauses, by the time the analysis ended.
+std::vector<Verdict> verdicts_in_order(const OfflineResult& r) {
+  std::vector<Verdict> v;
+  for (const TurnVerdict& t : r.turns) v.push_back({&t, false});
+  for (const TurnVerdict& t : r.incomplete_turns) v.push_back({&t, true});
+  std::stable_sort(v.begin(), v.end(), [](const Verdict& a, const Verdict& b) { return a.turn->end_s < b.turn->end_s; });
+  return v;
+}
+
+std::string probability_text(float p) { return p >= 0.0f ? fmt::format("{}", p) : std::string(); }
+
+// One result's turns. JSON: the runner's document with the turns (and segments), and the count
+// of "not finished yet" verdicts; the others one line per turn.
+void write_turns(std::FILE* out, TurnFormat format, const OfflineResult& r, bool with_segments, bool channel_column) {
+  switch (format) {
+    case TurnFormat::kJson:
+      fmt::print(out, "{}\n",
+                 with_segments
+                     ? result_json(r, {ResultPart::kTurns, ResultPart::kTurnIncomplete, ResultPart::kSegments})
+                     : result_json(r, {ResultPart::kTurns, ResultPart::kTurnIncomplete}));
+      break;
+    case TurnFormat::kCsv: {
+      const std::string file =
+          channel_column ? fmt::format("{},{}", csv_quote(r.file), std::max(r.channel, 0)) : csv_quote(r.file);
+      for (const Verdict& v : verdicts_in_order(r)) {
+        fmt::print(out, "{},{},{},{},{}\n", file, v.turn->start_s, v.turn->end_s, probability_text(v.turn->probability),
+                   v.incomplete ? std::string_view("incomplete") : to_string(v.turn->reason));
+      }
+      if (r.turns.empty() && r.incomplete_turns.empty()) fmt::print(out, "{},,,,\n", file);  // read, and no turn
+      break;
+    }
+    case TurnFormat::kRttm:
+      for (const TurnVerdict& t : r.turns) {
+        fmt::print(out, "SPEAKER {} {} {:.3f} {:.3f} <NA> <NA> turn <NA> <NA>\n", rttm_id(r.file),
+                   r.channel >= 0 ? r.channel + 1 : 1, t.start_s, t.end_s - t.start_s);
+      }
+      break;
+    case TurnFormat::kAudacity:
+      for (const Verdict& v : verdicts_in_order(r)) {
+        const std::string channel = r.channel >= 0 ? fmt::format(" (channel {})", r.channel) : std::string();
+        fmt::print(out, "{:.6f}\t{:.6f}\tturn {}{}\n", v.turn->start_s, v.turn->end_s,
+                   v.incomplete ? std::string_view("incomplete") : to_string(v.turn->reason), channel);
+      }
+      break;
+  }
+}
+
 int run_turn(const TurnOptions& o) {
+  const TurnFormat format = parse_turn_format(o.format);
   o.vad.validate();
-  o.turn.validate();
+  // One speech decision: --threshold and --neg-threshold are the segmenter's and the turn
+  // tracker's alike.
+  TurnParams turn = o.turn;
+  turn.threshold = o.vad.threshold;
+  turn.neg_threshold = o.vad.neg_threshold;
+  turn.validate();
+  if (o.with_segments && format != TurnFormat::kJson) {
+    throw Error(ErrorCode::kInvalidArgument, "--segments needs --format json (use `brisvox vad` for segments in other formats)");
+  }
+  OfflineOptions run_options;
+  apply_file_options(o.files, run_options);
+  check_workers("--workers", o.workers);
+  check_workers("--turn-workers", o.turn_workers);
+  check_workers("--turn-threads", o.turn_threads);
+  run_options.stream.vad.params = o.vad;
+  run_options.stream.turn = TurnStage{};
+  run_options.stream.turn->params = turn;
   EngineConfig ec;
   ec.models = {ModelSpec::silero_vad(o.model), ModelSpec::smart_turn(o.turn_model)};
   ec.models[0].num_workers = o.workers;
@@ -33,27 +143,20 @@ int run_turn(const TurnOptions& o) {
   ec.models[1].session.intra_op_threads = o.turn_threads;
   ec.admission_control = false;
   Engine engine(ec);
-  OfflineOptions run_options;
-  run_options.stream.vad.params = o.vad;
-  run_options.stream.turn = TurnStage{};
-  run_options.stream.turn->params = o.turn;
   // Each file in flight holds up to 9.5 s of history for turn analyses: keep the count modest.
   run_options.max_open = static_cast<std::size_t>(engine.config().model("vad").num_workers) * 8;
-  std::vector<OfflineInput> inputs;
-  for (const auto& file : o.files) inputs.push_back(OfflineInput{file, std::nullopt});
-  int failures = 0;
-  run_offline(engine, inputs, run_options, [&](const OfflineResult& r) {
-    if (r.error) {
-      std::fprintf(stderr, "brisvox turn: %s: error [%s]: %s\n", r.file.c_str(),
-                   std::string(to_string(r.error->code())).c_str(), r.error->what());
-      ++failures;
-      return;
+  const bool channel_column = run_options.split_channels || run_options.channel >= 0;
+  ResultWriter writer;
+  writer.extension = extension(format);
+  writer.header = [format, channel_column](std::FILE* out) {
+    if (format == TurnFormat::kCsv) {
+      std::fputs(channel_column ? "file,channel,start,end,probability,reason\n" : "file,start,end,probability,reason\n", out);
     }
-    fmt::print("{}\n", o.with_segments ? result_json(r, {ResultPart::kTurns, ResultPart::kSegments})
-                                       : result_json(r, {ResultPart::kTurns}));
-    std::fflush(stdout);
-  });
-  return failures == 0 ? kExitOk : kExitInputFailed;
+  };
+  writer.write = [&](std::FILE* out, const OfflineResult& r) {
+    write_turns(out, format, r, o.with_segments, channel_column);
+  };
+  return run_files("turn", engine, o.files, run_options, writer);
 }
 
 }  // namespace
@@ -61,27 +164,34 @@ int run_turn(const TurnOptions& o) {
 Command add_turn_command(CLI::App& app) {
   auto o = std::make_shared<TurnOptions>();
   app.footer(
-      "Output: one JSON object per file per line,\n"
-      "  {\"file\":..., \"sample_rate\":..., \"duration\":s, \"turns\":[{\"start\":s,\"end\":s,\"probability\":p,\"reason\":r}]}\n"
+      "Output (json): one object per file (per channel with --channels split) per line,\n"
+      "  {\"file\":..., \"sample_rate\":..., \"duration\":s, \"turns\":[{\"start\":s,\"end\":s,\"probability\":p,\"reason\":r}],\n"
+      "   \"incomplete\":[{\"start\":s,\"end\":s,\"probability\":p}]}\n"
       "reason: model (Smart Turn said the speaker finished), timeout (max silence), end_of_stream.\n"
+      "incomplete: pauses Smart Turn judged unfinished (the turn went on).\n"
+      "csv: file,start,end,probability,reason (reason incomplete for those pauses), in time order;\n"
+      "rttm: one SPEAKER line per finished turn; audacity: one label per verdict.\n"
+      "--threshold/--neg-threshold decide speech for the segmenter and the turn tracker alike.\n"
       "The default model, v3.2, is Smart Turn v3.2 as Pipecat ships it (scripts/setup.sh installs it).\n"
       "Examples:\n"
       "  brisvox turn call.wav\n"
+      "  brisvox turn --channels split --format csv -o turns/ calls/*.wav\n"
       "  brisvox turn --turn-model smart-turn-v3.1-cpu.onnx call.wav\n"
       "  brisvox turn --turn-model m.onnx --stop-ms 300 --max-silence-ms 2000 --segments *.wav");
-  app.add_option("files", o->files, "Audio files (any rate; 8/16 kHz native for the VAD)")->required();
+  add_file_options(app, o->files, "Audio files (any rate; 8/16 kHz native for the VAD)");
+  app.add_option("--format", o->format, "json, csv, rttm or audacity")->capture_default_str();
   app.add_option("--turn-model", o->turn_model, "Smart Turn model: v3.2 (bundled) or a v3.x .onnx file")
       ->capture_default_str();
   app.add_option("--model", o->model, "VAD model: v5, v6, v5-exported, v6-exported or a path")->capture_default_str();
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
   app.add_option("--turn-workers", o->turn_workers, "Smart Turn threads")->capture_default_str();
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")->capture_default_str();
-  app.add_flag("--segments", o->with_segments, "Also print the VAD speech segments");
+  app.add_flag("--segments", o->with_segments, "Also print the VAD speech segments (json)");
   app.add_option("--stop-ms", o->turn.stop_ms, "Pause that triggers an analysis")->capture_default_str();
   app.add_option("--pre-speech-ms", o->turn.pre_speech_ms, "Audio kept before the turn's first speech")->capture_default_str();
   app.add_option("--max-silence-ms", o->turn.max_silence_ms, "Silence that ends a turn without a verdict")->capture_default_str();
   app.add_option("--turn-threshold", o->turn.turn_threshold, "Probability above which a turn is complete")->capture_default_str();
-  app.add_option("--threshold", o->turn.threshold, "Speech probability of a frame (turn tracking)")->capture_default_str();
+  add_vad_params(app, o->vad);
   return [o] { return run_turn(*o); };
 }
 

@@ -350,7 +350,8 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
   net::post(ctx_.jobs, [self = shared_from_this(), req, endpoint] {
     HttpAnswer answer =
         run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(), target_query(to_sv(req->target())),
-                          endpoint, self->ctx_.aborting, self->ctx_.config.limits.max_upload_s);
+                          endpoint, self->ctx_.aborting, self->ctx_.config.limits.max_upload_s,
+                          to_sv((*req)[http::field::content_type]));
     if (!answer.error_code.empty()) self->ctx_.metrics.count_error(answer.error_code);
     auto res = std::make_shared<Response>(static_cast<http::status>(answer.status), req->version());
     res->set(http::field::server, "brisvox/" BRISVOX_VERSION);

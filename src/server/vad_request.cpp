@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "brisvox/error.h"
 #include "brisvox/models/vad/segmenter_params.h"
 #include "server/messages.h"
+#include "server/multipart.h"
 #include "server/query_params.h"
 
 namespace brisvox::server {
@@ -55,7 +57,8 @@ std::string_view http_code_for(ErrorCode code) {
 }
 
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
-                             AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s) {
+                             AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s,
+                             std::string_view content_type) {
   AudioRequest request;
   try {
     request = parse_audio_request(query, endpoint);
@@ -63,35 +66,32 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
     return error_answer(400, "bad_request", e.what());
   }
   try {
-    if (body.empty()) throw Error(ErrorCode::kBadAudio, "the request body is empty: send the audio file as the body");
-    Audio audio;
-    if (request.encoding_given) {
-      // Headerless: the duration is known from the size before anything is decoded.
-      const double duration_s = static_cast<double>(body.size() / bytes_per_sample(request.encoding)) /
-                                request.stream.sample_rate_hz;
-      if (max_duration_s > 0 && duration_s > max_duration_s) {
-        throw Error(ErrorCode::kLimitExceeded,
-                    fmt::format("audio file '{}' is longer than the {} s allowed (it holds {:.1f} s)", request.name,
-                                max_duration_s, duration_s));
-      }
-      audio.samples = decode_pcm(std::as_bytes(std::span(body.data(), body.size())), request.encoding);
-      audio.sample_rate_hz = request.stream.sample_rate_hz;
-      audio.num_channels_in_source = 1;
-      if (audio.samples.empty()) throw Error(ErrorCode::kBadAudio, "the request body holds no complete sample");
-    } else {
-      // Decoded where it lies: the messages name the request (?name=), not a temporary file.
-      audio = read_audio_memory(std::as_bytes(std::span(body.data(), body.size())), request.name, max_duration_s);
+    if (is_multipart_form(content_type)) {
+      const FormFile file = form_field(body, content_type, "file");
+      body = file.data;
+      // The uploaded file's name names the result, unless the query gave one.
+      if (!file.filename.empty() && parse_query_string(query).count("name") == 0) request.name = file.filename;
+      if (body.empty()) throw Error(ErrorCode::kBadAudio, "the form field 'file' is empty: it holds no audio");
     }
-    metrics.audio_samples_received.fetch_add(audio.samples.size(), std::memory_order_relaxed);
-    const std::size_t num_samples = audio.samples.size();
-    OfflineInput input{request.name, std::move(audio)};
+    if (body.empty()) throw Error(ErrorCode::kBadAudio, "the request body is empty: send the audio file as the body");
+    // Decoded a block at a time as the engine takes it (AudioReader): what a request holds is its
+    // body and a few blocks, however long the audio; the limit is checked from the header (or a
+    // headerless body's size) before anything is decoded, else as decoding passes it.
     OfflineOptions options;
     options.stream = request.stream;
     options.abort = &abort;
+    options.read.max_duration_s = max_duration_s;
+    if (request.encoding_given) {
+      options.read.raw_encoding = request.encoding;
+      options.read.raw_sample_rate_hz = request.stream.sample_rate_hz;
+    }
+    // The messages name the request (?name=), not a temporary file.
+    const OfflineInput input{request.name, std::nullopt, std::as_bytes(std::span(body.data(), body.size()))};
     const OfflineResult r = run_offline(engine, input, options);
+    metrics.audio_samples_received.fetch_add(r.samples_read, std::memory_order_relaxed);
     if (r.error) {
       // What the engine took is its to count (analysed or discarded when the stream closed).
-      metrics.count_loss(AudioLoss::kRequestFailed, num_samples - r.samples_fed);
+      metrics.count_loss(AudioLoss::kRequestFailed, r.samples_read - std::min(r.samples_read, r.samples_fed));
       throw *r.error;
     }
     HttpAnswer a;

@@ -2,7 +2,9 @@
 // as the request body.
 //
 // The body is a file libsndfile recognises by its content (WAV, FLAC, OGG, ...), or headerless
-// PCM when the query gives encoding= (and sample_rate= for pcm_s16le/pcm_f32le). The audio goes
+// PCM when the query gives encoding= (and sample_rate= for pcm_s16le/pcm_f32le); or a
+// multipart/form-data form whose field "file" is that. It is decoded a block at a time as the
+// engine takes it (AudioReader): memory does not grow with the audio's duration. The audio goes
 // through the engine as one stream, exactly as `brisvox vad` does, and the answer is the JSON
 // object `brisvox vad --format json` prints for a file, with "file" = ?name= (default "request").
 // Runs on a job thread: it waits for the engine, never on a network thread.
@@ -31,8 +33,11 @@ struct HttpAnswer {
 // feed).
 // max_duration_s: the longest decoded audio accepted (limits.max_upload_s); longer is 413
 // "audio_too_long", refused as soon as the header or the decoder shows it.
+// content_type: the request's Content-Type; multipart/form-data (`curl -F file=@call.wav`) takes
+// the audio from the form field "file" (server/multipart.h), anything else is the audio itself.
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
-                             AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s);
+                             AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s,
+                             std::string_view content_type = {});
 
 // The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).
 int http_status_for(ErrorCode code);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ struct ProcessResult {
   int exit_code = -1;  // the exit status, or 128 + signal number if the child was killed
   std::string out;     // everything written to stdout
   std::string err;     // everything written to stderr
+  long max_rss_kib = 0;  // the child's peak resident memory (getrusage's ru_maxrss)
 
   // All of it, for failure messages.
   std::string describe() const {
@@ -42,8 +44,9 @@ struct ProcessResult {
 };
 
 // Runs argv[0] (looked up on PATH if it has no '/') and waits for it. Throws std::system_error
-// if it cannot be started at all; a program that is not found gives exit code 127.
-inline ProcessResult run_process(const std::vector<std::string>& argv) {
+// if it cannot be started at all; a program that is not found gives exit code 127. `stdin_path`
+// is opened as the child's standard input.
+inline ProcessResult run_process(const std::vector<std::string>& argv, const std::string& stdin_path = "/dev/null") {
   if (argv.empty()) throw std::invalid_argument("run_process: empty argv");
   int out_pipe[2];
   int err_pipe[2];
@@ -55,7 +58,7 @@ inline ProcessResult run_process(const std::vector<std::string>& argv) {
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   std::vector<char*> args;
@@ -98,8 +101,10 @@ inline ProcessResult run_process(const std::vector<std::string>& argv) {
     if (fd.fd >= 0) close(fd.fd);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  result.max_rss_kib = usage.ru_maxrss;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }

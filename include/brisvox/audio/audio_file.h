@@ -1,4 +1,5 @@
-// Reading whole audio files into mono float samples.
+// Reading whole audio files into mono float samples (through AudioReader, audio_reader.h; read
+// long files with it a block at a time instead: these hold the whole recording).
 //
 // Containers and codecs are whatever libsndfile reads (WAV, FLAC, OGG/Vorbis, AIFF, ...), plus
 // headerless PCM (see SampleEncoding). The rate is kept as found: resample with
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/audio/audio_reader.h"
 #include "brisvox/audio/pcm.h"
 
 namespace brisvox {
@@ -47,19 +49,13 @@ Audio read_audio_memory(std::span<const std::byte> bytes, const std::string& nam
 // multiple of the sample size (else kBadAudio naming the offset of the incomplete sample).
 Audio read_raw_audio(const std::string& path, SampleEncoding encoding, int sample_rate_hz);
 
-struct AudioReadOptions {
-  // Set: read the file as headerless PCM of this encoding, whatever its extension.
-  std::optional<SampleEncoding> raw_encoding;
-  // Rate of headerless files; 0 = not given (required for pcm_s16le/pcm_f32le, 8000 for G.711).
-  int raw_sample_rate_hz = 0;
-};
-
 // Reads any supported file, choosing by options and extension (case-insensitive):
 //   raw_encoding set          headerless, that encoding
 //   .raw .pcm                 headerless pcm_s16le
 //   .ul .ulaw .mulaw          headerless mu-law
 //   .al .alaw                 headerless A-law
 //   anything else             libsndfile (by content, not by extension)
+//   "-"                       standard input (headerless only with raw_encoding)
 // A headerless pcm_s16le/pcm_f32le file needs options.raw_sample_rate_hz (kInvalidArgument
 // otherwise); G.711 defaults to 8000 Hz.
 Audio load_audio(const std::string& path, const AudioReadOptions& options = {});

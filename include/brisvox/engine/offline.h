@@ -3,6 +3,8 @@
 // run at once, so that frames of different recordings share model runs. Each is fed as fast as
 // its stream takes it (nothing is ever refused), its end-of-turn analyses are waited for
 // (TurnStage::wait_for_verdict), so a result does not depend on timing or on the other recordings.
+// Files and encoded bytes are decoded a block at a time as their streams take audio
+// (AudioReader), so memory does not grow with a recording's duration.
 //
 //   OfflineOptions options;                        // the pipeline: options.stream
 //   run_offline(engine, inputs, options, [](const OfflineResult& r) { puts(result_json(r, ...)); });
@@ -24,8 +26,11 @@
 namespace brisvox {
 
 struct OfflineInput {
-  std::string name;            // the result's "file": the path, or a request's name
-  std::optional<Audio> audio;  // decoded already (a request body); unset: load_audio(name)
+  std::string name;            // the result's "file": the path ("-": stdin), or a request's name
+  std::optional<Audio> audio;  // decoded already; unset: `encoded`, or the file `name`
+  // Set (non-empty): an encoded file in memory (a request body), decoded as it is fed with
+  // options.read (AudioReader::open_memory); it must outlive the run.
+  std::span<const std::byte> encoded = {};
 };
 
 struct TurnVerdict {
@@ -43,26 +48,46 @@ struct TranscriptSegment {
 
 struct OfflineResult {
   std::string file;
+  int channel = -1;  // the channel analysed alone (0-based: --channels split, --channel N); -1: their mean
   int input_sample_rate_hz = 0;
   double duration_s = 0;
   std::vector<std::pair<double, double>> segments_s;  // [start, end) in seconds
   std::vector<float> frame_probs;                      // with VadStage::emit_probabilities
   std::vector<TurnVerdict> turns;                      // with a turn stage
   int turn_incomplete_events = 0;
+  std::vector<TurnVerdict> incomplete_turns;           // those events: paused, not finished (reason unused)
   std::vector<TranscriptSegment> transcripts;          // with an stt stage, in order
+  std::size_t samples_read = 0;  // input samples decoded (per channel)
   std::size_t samples_fed = 0;   // input samples the stream accepted (the rest was never fed)
   std::optional<Error> error;    // set if the recording failed; the other fields are then partial
 };
 
-struct OfflineOptions {
-  AudioReadOptions read;           // how files are read
-  StreamConfig stream;             // the pipeline; sample_rate_hz comes from each recording
-  std::size_t max_open = 64;       // recordings in flight at once
-  // Set (by another thread): stop; the recordings not finished fail with Error(kClosed).
-  const std::atomic<bool>* abort = nullptr;
+// What has been read of a run so far (OfflineOptions::on_progress).
+struct OfflineProgress {
+  std::size_t num_inputs = 0;
+  std::size_t num_done = 0;      // inputs finished (reported or not)
+  double seconds_read = 0;       // audio decoded so far, all inputs, in seconds of each input
+  double fraction = 0;           // 0..1: finished inputs, plus the read share of open ones whose length is known
 };
 
-// Runs every input; calls on_result once per input, in input order, on the calling thread. A
+struct OfflineOptions {
+  AudioReadOptions read;           // how files are read (max_duration_s included)
+  StreamConfig stream;             // the pipeline; sample_rate_hz comes from each recording
+  std::size_t max_open = 64;       // streams in flight at once (a split recording: one per channel)
+  // Set (by another thread): stop; the recordings not finished fail with Error(kClosed).
+  const std::atomic<bool>* abort = nullptr;
+  // Channels of a multichannel recording: their mean (one result, channel -1) by default;
+  // split_channels: one stream and one result per channel (a call: agent left, caller right),
+  // reported in channel order; channel >= 0: that channel alone (kInvalidArgument for a
+  // recording without it). A mono recording split is its channel 0.
+  bool split_channels = false;
+  int channel = -1;
+  // Called on the calling thread as audio is read, at most every 100 ms, and once at the end.
+  std::function<void(const OfflineProgress&)> on_progress;
+};
+
+// Runs every input; calls on_result once per input (per channel when split), in input order, on
+// the calling thread. A
 // recording that cannot be read or fails in the engine has its error in the result; the others go
 // on. The first kError event of a recording ends it (its result carries that error).
 void run_offline(Engine& engine, std::span<const OfflineInput> inputs, const OfflineOptions& options,
@@ -72,12 +97,15 @@ void run_offline(Engine& engine, std::span<const OfflineInput> inputs, const Off
 OfflineResult run_offline(Engine& engine, const OfflineInput& input, const OfflineOptions& options);
 
 // The parts of the result document, in the order they are written.
-enum class ResultPart { kSegments, kFrameProbs, kTurns };
+enum class ResultPart { kSegments, kFrameProbs, kTurns, kTurnIncomplete };
 
 // The JSON object of one result, on one line without its newline:
-//   {"file":...,"sample_rate":<input rate>,"duration":s, then the parts asked for in order:
+//   {"file":...,["channel":N,]"sample_rate":<input rate>,"duration":s, then the parts in order:
 //    "segments":[{"start":s,"end":s},...], "frame_probs":[p,...],
-//    "turns":[{"start":s,"end":s,"probability":p|null,"reason":"model|timeout|end_of_stream"},...]}
+//    "turns":[{"start":s,"end":s,"probability":p|null,"reason":"model|timeout|end_of_stream"},...],
+//    "incomplete":[{"start":s,"end":s,"probability":p},...]: the analyses that said the speaker
+//    paused but had not finished (kTurnIncomplete)}
+// "channel" is there only for a result of one channel (OfflineResult::channel >= 0).
 // What `brisvox vad --format json` (segments, frame_probs), `brisvox turn` (turns, segments) and
 // POST /v1/vad (segments, frame_probs, turns) print. Invalid UTF-8 in the file name is replaced.
 std::string result_json(const OfflineResult& result, std::span<const ResultPart> parts);

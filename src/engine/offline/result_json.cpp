@@ -8,6 +8,7 @@ std::string result_json(const OfflineResult& r, std::span<const ResultPart> part
   using Json = nlohmann::ordered_json;
   Json j;
   j["file"] = r.file;
+  if (r.channel >= 0) j["channel"] = r.channel;
   j["sample_rate"] = r.input_sample_rate_hz;
   j["duration"] = r.duration_s;
   for (const ResultPart part : parts) {
@@ -26,6 +27,12 @@ std::string result_json(const OfflineResult& r, std::span<const ResultPart> part
           if (t.probability >= 0.0f) turn["probability"] = t.probability; else turn["probability"] = nullptr;
           turn["reason"] = std::string(to_string(t.reason));
           j["turns"].push_back(std::move(turn));
+        }
+        break;
+      case ResultPart::kTurnIncomplete:
+        j["incomplete"] = Json::array();
+        for (const TurnVerdict& t : r.incomplete_turns) {
+          j["incomplete"].push_back({{"start", t.start_s}, {"end", t.end_s}, {"probability", t.probability}});
         }
         break;
     }
@@ -60,6 +67,7 @@ std::string transcript_json(const OfflineResult& r) {
   using Json = nlohmann::ordered_json;
   Json j;
   j["file"] = r.file;
+  if (r.channel >= 0) j["channel"] = r.channel;
   j["duration"] = r.duration_s;
   j["text"] = transcript_text(r);
   j["segments"] = Json::array();

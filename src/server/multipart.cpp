@@ -1,0 +1,119 @@
+#include "server/multipart.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "brisvox/error.h"
+
+namespace brisvox::server {
+namespace {
+
+constexpr std::string_view kHint = "send the audio as the form field 'file' (curl -F file=@call.wav), or as the raw body";
+
+[[noreturn]] void fail(const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("multipart/form-data body: {}; {}", what, kHint));
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The value of parameter `name` in a header value `type; a=b; c="d"` (quotes removed,
+// backslash escapes undone); nullopt if absent.
+std::optional<std::string> header_param(std::string_view value, std::string_view name) {
+  std::size_t i = value.find(';');  // past the type
+  if (i == std::string_view::npos) return std::nullopt;
+  ++i;
+  while (i < value.size()) {
+    while (i < value.size() && (value[i] == ' ' || value[i] == '\t' || value[i] == ';')) ++i;
+    const std::size_t eq = value.find('=', i);
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string key = lower(trim(value.substr(i, eq - i)));
+    i = eq + 1;
+    while (i < value.size() && (value[i] == ' ' || value[i] == '\t')) ++i;
+    std::string v;
+    const bool quoted = i < value.size() && value[i] == '"';
+    if (quoted) {
+      for (++i; i < value.size() && value[i] != '"'; ++i) {
+        if (value[i] == '\\' && i + 1 < value.size()) ++i;
+        v += value[i];
+      }
+    }
+    const std::size_t semi = value.find(';', i);
+    const std::size_t end = semi == std::string_view::npos ? value.size() : semi;
+    if (!quoted) v = std::string(trim(value.substr(i, end - i)));
+    if (key == name) return v;
+    i = end;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_multipart_form(std::string_view content_type) {
+  const std::string type = lower(trim(content_type.substr(0, content_type.find(';'))));
+  return type == "multipart/form-data";
+}
+
+FormFile form_field(std::string_view body, std::string_view content_type, std::string_view field) {
+  const std::optional<std::string> boundary = header_param(content_type, "boundary");
+  // RFC 2046: 1 to 70 characters.
+  if (!boundary || boundary->empty() || boundary->size() > 70) fail("the Content-Type has no valid boundary");
+  const std::string delimiter = "--" + *boundary;
+  // The first delimiter: at the start, or after a preamble ending in CRLF.
+  std::size_t pos = 0;
+  if (body.substr(0, delimiter.size()) != delimiter) {
+    pos = body.find("\r\n" + delimiter);
+    if (pos == std::string_view::npos) fail(fmt::format("it does not contain its boundary '{}'", *boundary));
+    pos += 2;
+  }
+  const std::string next_delimiter = "\r\n" + delimiter;
+  std::vector<std::string> names;
+  while (true) {
+    pos += delimiter.size();
+    if (body.substr(pos, 2) == "--") break;  // the closing delimiter
+    // Transport padding (spaces) may follow a delimiter, then CRLF.
+    while (pos < body.size() && (body[pos] == ' ' || body[pos] == '\t')) ++pos;
+    if (body.substr(pos, 2) != "\r\n") fail("a boundary is not followed by a line end");
+    pos += 2;
+    // From the line end just read: a part without headers is CRLF CRLF there.
+    const std::size_t headers_end = body.find("\r\n\r\n", pos - 2);
+    if (headers_end == std::string_view::npos) fail("a part's headers do not end (no empty line)");
+    std::optional<std::string> name;
+    std::string filename;
+    for (std::size_t line = pos; line < headers_end + 2;) {
+      const std::size_t eol = body.find("\r\n", line);
+      const std::string_view header = body.substr(line, eol - line);
+      line = eol + 2;
+      const std::size_t colon = header.find(':');
+      if (colon == std::string_view::npos) continue;
+      if (lower(trim(header.substr(0, colon))) != "content-disposition") continue;
+      const std::string_view value = header.substr(colon + 1);
+      name = header_param(value, "name");
+      filename = header_param(value, "filename").value_or("");
+    }
+    const std::size_t data_begin = headers_end + 4;
+    const std::size_t data_end = body.find(next_delimiter, data_begin);
+    if (data_end == std::string_view::npos) fail("it is cut short: the closing boundary is missing");
+    if (!name) fail("a part has no Content-Disposition name");
+    if (*name == field) return FormFile{body.substr(data_begin, data_end - data_begin), filename};
+    names.push_back(*name);
+    pos = data_end + 2;
+  }
+  std::string there;
+  for (const std::string& n : names) there += (there.empty() ? "'" : ", '") + n + "'";
+  fail(fmt::format("it has no field '{}' (fields: {})", field, there.empty() ? std::string("none") : there));
+}
+
+}  // namespace brisvox::server
