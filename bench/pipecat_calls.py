@@ -7,11 +7,12 @@ Each call is a real Pipecat pipeline (tests/python/pipecat_harness.py: VADProces
 Recorder) fed third_party/audio/sample.wav (28.4 s of read speech, 16 kHz) in 20 ms
 InputAudioRawFrames paced in real time, every call rotated to start at another point of the
 recording, all calls on one asyncio loop. The script runs one child process per analyzer (so that
-memory is not shared between them) and prints them side by side:
+memory is not shared between them), plus one with a null analyzer, and prints them side by side:
 
 - CPU per call: the child's CPU time (all threads: Pipecat's executors, brisvox's workers) over
-  the run, per call, as a share of one core; and the same minus a run with a null analyzer
-  (constant confidence, no model), which is what the pipeline itself costs;
+  the run, per call and per second of call audio, as a share of one core (so a machine that cannot
+  keep up in real time still measures the same work); and the same minus a run with a null
+  analyzer (constant confidence, no model), which is what the pipeline itself costs;
 - memory per call: (peak RSS during the run - RSS after the imports) / calls, so brisvox's one
   engine is included, amortised;
 - transitions: the share of SileroVADAnalyzer's speaking/quiet transitions that
@@ -108,6 +109,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--calls", type=int, default=100)
     p.add_argument("--seconds", type=float, default=28.0, help="audio per call (real time)")
+    p.add_argument("--save", help="write the three runs' raw results (JSON) here")
     p.add_argument("--child", choices=["brisvox", "silero", "null"], help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -118,21 +120,25 @@ def main():
 
     runs = {name: run_child(name, args) for name in ("null", "brisvox", "silero")}
     null = runs["null"]
+    if args.save:
+        Path(args.save).write_text(json.dumps(runs))
     print(f"{args.calls} concurrent Pipecat calls, {args.seconds:g} s of real audio each, paced in real time, "
           f"one process per analyzer, {os.cpu_count()} cores\n")
     print(f"{'':34}{'BrisvoxVADAnalyzer':>20}{'SileroVADAnalyzer':>20}{'ratio':>8}")
     rows = []
     for label, f in [
         ("wall time of the run (s)", lambda r: r["wall_s"]),
-        ("CPU per call (% of a core)", lambda r: 100 * r["cpu_s"] / r["calls"] / r["wall_s"]),
-        ("  minus the pipeline (null)", lambda r: 100 * (r["cpu_s"] - null["cpu_s"]) / r["calls"] / r["wall_s"]),
+        ("CPU per call (% of a core)", lambda r: 100 * r["cpu_s"] / r["calls"] / r["audio_s"]),
+        ("  minus the pipeline (null)", lambda r: 100 * (r["cpu_s"] - null["cpu_s"]) / r["calls"] / r["audio_s"]),
         ("memory per call (MiB)", lambda r: (r["peak_rss"] - r["base_rss"]) / r["calls"] / 2**20),
+        ("  minus the pipeline (null)", lambda r: (r["peak_rss"] - r["base_rss"] - null["peak_rss"] + null["base_rss"])
+         / r["calls"] / 2**20),
     ]:
         b, s = f(runs["brisvox"]), f(runs["silero"])
         ratio = s / b if b > 0 else float("inf")
         rows.append((label, b, s))
         print(f"{label:34}{b:20.3f}{s:20.3f}{ratio:7.1f}x")
-    print(f"{'null analyzer: CPU per call (%)':34}{100 * null['cpu_s'] / null['calls'] / null['wall_s']:20.3f}"
+    print(f"{'null analyzer: CPU per call (%)':34}{100 * null['cpu_s'] / null['calls'] / null['audio_s']:20.3f}"
           f"   memory per call {(null['peak_rss'] - null['base_rss']) / null['calls'] / 2**20:.3f} MiB")
     total = matched = ours = 0
     worst = 0.0
