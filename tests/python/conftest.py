@@ -1,0 +1,50 @@
+"""Shared fixtures of the Python package's tests (docs/PYTHON.md, "Tests").
+
+They run against the installed package (scripts/test.sh installs the wheel it builds and puts it
+on PYTHONPATH), never against the source tree: python/brisvox alone has no compiled module.
+BRISVOX_CLI and BRISVOX_TURN_TOOL name the release build's `brisvox` and
+`brisvox_turn_probability` (the references some tests compare with); by default
+build/release/... of this checkout.
+"""
+
+import os
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_WAV = ROOT / "third_party/audio/sample.wav"  # 28.4 s of read speech, 16 kHz (scripts/setup.sh)
+ASTERISK = Path("/usr/share/asterisk/sounds/en")    # 8 kHz prompts (apt: asterisk-core-sounds-en)
+
+
+def read_wav(path: Path) -> tuple[np.ndarray, int]:
+    """int16 samples and rate of a mono 16-bit WAV file."""
+    with wave.open(str(path), "rb") as w:
+        assert w.getsampwidth() == 2 and w.getnchannels() == 1, path
+        return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").copy(), w.getframerate()
+
+
+def build_tool(env: str, relative: str) -> Path:
+    path = Path(os.environ.get(env, ROOT / "build/release" / relative))
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build the release preset first (or set {env})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample() -> np.ndarray:
+    samples, rate = read_wav(SAMPLE_WAV)
+    assert rate == 16000
+    return samples
+
+
+@pytest.fixture(scope="session")
+def cli() -> Path:
+    return build_tool("BRISVOX_CLI", "brisvox")
+
+
+@pytest.fixture(scope="session")
+def turn_tool() -> Path:
+    return build_tool("BRISVOX_TURN_TOOL", "tests/turn/brisvox_turn_probability")

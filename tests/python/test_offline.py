@@ -1,0 +1,114 @@
+"""brisvox.vad against `brisvox vad --format json`, and brisvox.smart_turn_probability against
+the C++ tool of tests/turn and against Pipecat's LocalSmartTurnAnalyzerV3."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import soxr
+
+import brisvox
+from conftest import ASTERISK, SAMPLE_WAV, read_wav
+
+
+def cli_vad(cli, path, *options):
+    out = subprocess.run([str(cli), "vad", "--format", "json", *options, str(path)], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("kwargs, options", [
+    ({}, []),
+    ({"emit_probabilities": True}, ["--frame-probs"]),
+    ({"threshold": 0.3, "min_silence_ms": 300, "speech_pad_ms": 10, "max_speech_s": 4.0},
+     ["--threshold", "0.3", "--min-silence-ms", "300", "--speech-pad-ms", "10", "--max-speech-s", "4"]),
+    ({"vad_model": "v5", "model_rate": 8000}, ["--model", "v5", "--model-rate", "8000"]),
+])
+def test_vad_is_the_cli_document(cli, kwargs, options):
+    doc = brisvox.vad(str(SAMPLE_WAV), **kwargs)
+    assert doc == cli_vad(cli, SAMPLE_WAV, *options)
+    assert doc["file"] == str(SAMPLE_WAV) and doc["sample_rate"] == 16000 and len(doc["segments"]) >= 3
+
+
+def test_vad_of_an_8khz_file(cli):
+    path = ASTERISK / "conf-onlyperson.wav"
+    assert brisvox.vad(path) == cli_vad(cli, path)  # a PathLike works too
+
+
+def test_vad_errors(tmp_path):
+    with pytest.raises(brisvox.IoError, match="missing.wav"):
+        brisvox.vad(tmp_path / "missing.wav")
+    junk = tmp_path / "junk.wav"
+    junk.write_bytes(b"not audio at all" * 10)
+    with pytest.raises(brisvox.UnsupportedAudioError):
+        brisvox.vad(junk)
+    with pytest.raises(TypeError, match="sample_rate"):
+        brisvox.vad(SAMPLE_WAV, sample_rate=8000)
+    with pytest.raises(brisvox.InvalidArgumentError, match="threshold"):
+        brisvox.vad(SAMPLE_WAV, threshold=-1.0)
+
+
+def test_vad_with_turns():
+    doc = brisvox.vad(SAMPLE_WAV, turn_model="v3.2", turn=True)
+    assert doc["turns"] and all(t["reason"] in ("model", "timeout", "end_of_stream") for t in doc["turns"])
+
+
+# Real turns at 16 kHz (the 8 kHz prompts upsampled once, as tests/turn does).
+TURN_PROMPTS = ["activated", "if-correct-press", "conf-onlyperson", "vm-theperson", "pbx-invalid"]
+
+
+def turn_clips(sample):
+    clips = []
+    for name in TURN_PROMPTS:
+        x, rate = read_wav(ASTERISK / f"{name}.wav")
+        clips.append(soxr.resample(x.astype(np.float32) / 32768.0, rate, 16000, quality="HQ").astype(np.float32))
+    clips.append(sample[: 16000 * 5].astype(np.float32) / 32768.0)
+    clips.append(sample[16000 * 3: 16000 * 14].astype(np.float32) / 32768.0)  # > 8 s: the end is used
+    return clips
+
+
+def test_smart_turn_probability_is_the_engines(turn_tool, sample, tmp_path):
+    clips = turn_clips(sample)
+    files = []
+    for i, c in enumerate(clips):
+        files.append(tmp_path / f"{i}.f32")
+        c.astype("<f4").tofile(files[-1])
+    out = subprocess.run([str(turn_tool), "v3.2", *map(str, files)], check=True, capture_output=True, text=True)
+    expected = [float(line) for line in out.stdout.split()]
+    got = [brisvox.smart_turn_probability(c) for c in clips]
+    assert got == pytest.approx(expected, abs=1e-6)
+    assert min(got) < 0.5 < max(got)  # both verdicts occur among these turns
+
+
+def test_smart_turn_probability_matches_pipecat(sample):
+    import onnxruntime
+    if onnxruntime.__version__ != "1.29.0":
+        pytest.fail(f"onnxruntime {onnxruntime.__version__} imported; the parity reference is 1.29.0 "
+                    "(put third_party/onnxruntime-python first on PYTHONPATH, as scripts/test.sh does)")
+    from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+
+    pipecat = LocalSmartTurnAnalyzerV3()
+    for clip in turn_clips(sample):
+        want = pipecat._predict_endpoint(clip)["probability"]
+        assert brisvox.smart_turn_probability(clip) == pytest.approx(want, abs=1e-4)
+    # int16 input and 8 kHz input (resampled to 16 kHz by brisvox, by soxr for Pipecat).
+    x, rate = read_wav(ASTERISK / "if-correct-press.wav")
+    pipecat._sample_rate = rate
+    want = pipecat._predict_endpoint(x.astype(np.float32) / 32768.0)["probability"]
+    assert brisvox.smart_turn_probability(x, sample_rate=rate) == pytest.approx(want, abs=0.02)
+
+
+def test_smart_turn_probability_errors():
+    with pytest.raises(TypeError, match="float64"):
+        brisvox.smart_turn_probability(np.zeros(16000))
+    with pytest.raises(ValueError, match="1-D"):
+        brisvox.smart_turn_probability(np.zeros((2, 16000), np.float32))
+    with pytest.raises(brisvox.BadAudioError):
+        brisvox.smart_turn_probability(np.full(16000, np.nan, np.float32))
+    with pytest.raises(brisvox.BadAudioError, match="no samples"):
+        brisvox.smart_turn_probability(np.zeros(0, np.float32))
+    with pytest.raises(brisvox.IoError, match="nonexistent"):
+        brisvox.smart_turn_probability(np.zeros(16000, np.float32), model="/nonexistent.onnx")
+    with pytest.raises(brisvox.InvalidArgumentError, match="sample_rate"):
+        brisvox.smart_turn_probability(np.zeros(16000, np.float32), sample_rate=0)
