@@ -43,10 +43,12 @@ constexpr std::uint16_t kCloseTryLater = 1013;
 // 32 ms; 5 ms keeps the added delay small without spinning.
 constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 
-// A resampled stream's flush() waits for room for the resampler's tail: flush only once half the
-// engine stream's buffer is free (1024 model-rate samples at 16 kHz and 128 ms, several times
-// libsoxr's tail), so that it does not wait on the strand.
-double flush_room_samples(int model_rate_hz, int buffer_ms) { return model_rate_hz * buffer_ms / 2000.0; }
+// A resampled stream's flush() waits for room for the resampler's tail, which is the output that
+// earlier input still owes (plus at most a sample: resampler_fuzzer). Stream::writable() already
+// keeps room for what is owed, so flushing once it offers a few model samples more never waits
+// on the strand. (Half the engine buffer, the rule before, is more than a 128 ms ring has left
+// at 11.025 kHz, where libsoxr owes up to ~1300 samples.)
+constexpr double kFlushRoomSamples = 64;
 
 // While the kernel send buffer is full, how often the session looks again: from the first to the
 // last, doubling (a client that reads again is served within 50 ms; one that never reads costs 20
@@ -294,8 +296,7 @@ void WsSession::push_pending() {
 bool WsSession::ready_to_flush() {
   if (request_.stream.sample_rate_hz == model_rate_hz_) return true;  // no resampler: flush() never waits
   const double ratio = static_cast<double>(model_rate_hz_) / request_.stream.sample_rate_hz;
-  return static_cast<double>(stream_.writable()) * ratio >=
-         flush_room_samples(model_rate_hz_, ctx_.config.limits.engine_buffer_ms);
+  return static_cast<double>(stream_.writable()) * ratio >= kFlushRoomSamples;
 }
 
 void WsSession::advance() {
