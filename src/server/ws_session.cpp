@@ -132,7 +132,7 @@ void WsSession::on_accept(beast::error_code ec) {
   ctx_.sessions.add(id_, weak_from_this());
   ctx_.metrics.websocket_sessions_active.fetch_add(1);
   ctx_.metrics.websocket_sessions_total.fetch_add(1);
-  log_server("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
+  log_stream("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
              to_string(request_.encoding), model_rate_hz_, request_.stream.vad.emit_probabilities ? ", events=vad" : "");
   send(ready_message(id_, request_, model_rate_hz_, ctx_.config.limits));
   last_activity_ = Clock::now();
@@ -465,7 +465,7 @@ void WsSession::send(std::string message, SendQueue::Kind kind) {
       // A speech event would be lost: end the session rather than drop it. The queue cannot take
       // an error event; the close frame says why.
       ctx_.metrics.count_error("slow_reader");
-      log_server("stream {}: the client reads too slowly: {} messages, {} bytes waiting", id_, queue_.size(),
+      log_stream("stream {}: the client reads too slowly: {} messages, {} bytes waiting", id_, queue_.size(),
                  queue_.bytes());
       queue_.discard(/*keep_front=*/writing_);
       loss_reason_ = AudioLoss::kError;
@@ -539,7 +539,7 @@ void WsSession::on_write(beast::error_code ec) {
 void WsSession::fail(std::string_view code, std::uint16_t close_code, const std::string& message) {
   if (phase_ != Phase::kOpen) return;
   ctx_.metrics.count_error(code);
-  log_server("stream {}: error [{}]: {}", id_, code, message);
+  log_stream("stream {}: error [{}]: {}", id_, code, message);
   loss_reason_ = AudioLoss::kError;
   send(error_message(code, message));
   begin_close(close_code, std::string(code));
@@ -616,10 +616,10 @@ void WsSession::finish(std::string_view why) {
   ctx_.sessions.remove(id_);
   ctx_.metrics.websocket_sessions_active.fetch_sub(1);
   if (why.empty()) {
-    log_server("stream {} closed: code {}{}{}, {:.2f} s of audio, {} segments", id_, close_code_,
+    log_stream("stream {} closed: code {}{}{}, {:.2f} s of audio, {} segments", id_, close_code_,
                close_reason_.empty() ? "" : " ", close_reason_, total_audio_s_, num_segments_);
   } else {
-    log_server("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
+    log_stream("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
   }
 }
 
