@@ -474,10 +474,13 @@ void HttpSession::log_access(const Response& response, std::size_t body_bytes) c
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - head_time_).count();
-  // Control characters of the path (it is the client's) are not written as they are.
+  // Control characters of the path and of the reason (both may quote the client) are not written
+  // as they are.
   std::string path = log_path_;
-  for (char& ch : path) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  for (std::string* text : {&path, &message}) {
+    for (char& ch : *text) {
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    }
   }
   const int status = response.result_int();
   // 401 and 403 also say why (which token or Origin or Host rule refused the request).
