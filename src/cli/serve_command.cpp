@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "brisvox/error.h"
@@ -147,6 +148,11 @@ Command add_serve_command(CLI::App& app) {
                  "A Host name this server answers to besides IP addresses, localhost and --host (repeatable; "
                  "'*' for any): other names get 403, against DNS rebinding");
   app.add_flag("--log-timestamps", c.log_timestamps, "Start each log line with its UTC time (ISO 8601)");
+  app.add_option("--log-format", c.log_format,
+                 "text, or json: one JSON object per line (time, msg, and the line's fields: stream, tag, client, ...)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, server::LogFormat>{{"text", server::LogFormat::kText}, {"json", server::LogFormat::kJson}}))
+      ->default_str("text");
   app.add_flag("--access-log", c.access_log,
                "Log one line per HTTP answer: client, method, path, status, bytes, ms, error code");
   app.add_option("--web-dir", c.web_dir,

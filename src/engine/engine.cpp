@@ -296,14 +296,31 @@ bool drain_pending(StreamSlot& s) {
   return s.pending_begin == s.pending_end;
 }
 
-// Free room for input samples (at the stream's input rate).
+// Input samples (at the stream's input rate) whose resampled output surely fits `free` model
+// samples. libsoxr filters in blocks, so one call may hand back output that earlier input owes
+// (up to ~650 samples at 44.1 kHz -> 16 kHz, ~1300 at 11.025 kHz; see resampler.cpp); a fixed
+// margin under-counted that, push() then refused part of what writable() had offered, and each
+// such push counted as rejected samples and an overload event on an idle engine. libsoxr's total
+// output never exceeds ceil(input * out / in) (resampler_fuzzer checks it), so input n fits when
+// ceil((accepted + n) * out / in) <= written + free: exact, whatever libsoxr holds back.
+std::size_t resampled_input_room(const StreamSlot& s, std::size_t free) {
+  const auto in = static_cast<std::uint64_t>(s.config.sample_rate_hz);
+  const auto out = static_cast<std::uint64_t>(s.model_rate_hz);
+  const std::uint64_t most = (s.samples.written() + free) * in / out;
+  return most > s.input_accepted ? static_cast<std::size_t>(most - s.input_accepted) : 0;
+}
+
+// Free room for input samples (at the stream's input rate): what push() accepts whole.
 std::size_t writable_input(StreamSlot& s) {
   if (!s.resampler) return s.samples.free_space();
   if (!drain_pending(s)) return 0;
-  // Whole resampler blocks only, and only while their output (with soxr's burst margin) fits.
-  const double ratio = static_cast<double>(s.model_rate_hz) / s.config.sample_rate_hz;
-  const auto free = static_cast<double>(s.samples.free_space());
-  return static_cast<std::size_t>(std::max(0.0, (free - 64.0) / ratio));
+  const std::size_t free = s.samples.free_space();
+  const std::size_t room = resampled_input_room(s, free);
+  // An extreme ratio (a 1 kHz input upsampled) can owe more than the whole ring: with the ring
+  // empty, one resampler block is still taken whole (its overflow waits in `resampled`), so the
+  // stream always makes progress.
+  if (room == 0 && free == s.samples.capacity()) return engine::kResamplerBlock;
+  return room;
 }
 
 void note_refusal(StreamSlot& s, std::size_t refused_input, bool refused) {
@@ -339,7 +356,7 @@ std::size_t Stream::push(std::span<const float> samples) {
     // Resampled in blocks; output that does not fit waits in `resampled` for the next push, and
     // no new input is taken while any waits.
     while (accepted < samples.size() && drain_pending(s)) {
-      const std::size_t block = std::min<std::size_t>(1024, samples.size() - accepted);
+      const std::size_t block = std::min(engine::kResamplerBlock, samples.size() - accepted);
       s.pending_begin = 0;
       s.pending_end = s.resampler->process(samples.subspan(accepted, block), s.resampled);
       accepted += block;
@@ -359,9 +376,10 @@ std::size_t Stream::writable() {
 bool Stream::wait_writable(std::size_t min_samples, std::chrono::microseconds timeout) {
   if (!slot_) return false;
   StreamSlot& s = *slot_;
-  const double ratio = static_cast<double>(s.model_rate_hz) / s.config.sample_rate_hz;
-  // Never wait for more than the buffer can ever hold.
-  const auto most = static_cast<std::size_t>(static_cast<double>(s.samples.capacity() - 64) / ratio);
+  // Never wait for more than the buffer can ever hold: what an empty ring would take now (the
+  // output the resampler owes stays owed while nothing is pushed).
+  const std::size_t most =
+      s.resampler ? std::max(engine::kResamplerBlock, resampled_input_room(s, s.samples.capacity())) : s.samples.capacity();
   const std::size_t needed = std::min(min_samples, most);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto sleep = std::chrono::microseconds(50);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/bind_handler.hpp>
@@ -12,6 +14,7 @@
 
 #include "brisvox/error.h"
 #include "server/query_params.h"
+#include "server/request_tag.h"
 #include "server/access_policy.h"
 #include "server/server_log.h"
 #include "server/stream_admission.h"
@@ -132,6 +135,7 @@ void HttpSession::read_request() {
   handler_ = "none";
   log_method_ = "-";
   log_path_ = "-";
+  log_tag_.clear();
   head_time_ = std::chrono::steady_clock::now();
   ++request_number_;
   arm_deadline(std::chrono::seconds(ctx_.config.limits.request_head_timeout_s));
@@ -182,11 +186,11 @@ bool HttpSession::check_head() {
   auto& req = parser_->get();
   head_request_ = req.method() == http::verb::head;
   handler_ = route_name(route_for(req));  // again once an absolute-form target is normalised
-  if (ctx_.config.access_log) {
-    head_time_ = std::chrono::steady_clock::now();
-    log_method_ = std::string(to_sv(req.method_string()));
-    log_path_ = std::string(target_path(to_sv(req.target())));  // no query: it may hold ?token=
-  }
+  // Kept for every request, not only with the access log: 401 and 403 answers are always logged.
+  head_time_ = std::chrono::steady_clock::now();
+  log_method_ = std::string(to_sv(req.method_string()));
+  log_path_ = std::string(target_path(to_sv(req.target())));  // no query: it may hold ?token=
+  log_tag_ = tag_of_target(to_sv(req.target()));
   auto refuse = [&](http::status status, std::string_view code, std::string message) {
     ctx_.metrics.count_error(code);
     send_and_close(error_response(req, status, code, message));
@@ -446,8 +450,13 @@ void HttpSession::send(Response response, bool close_after) {
     response.body().clear();
     response.content_length(size);
   }
+  // The client's tag comes back on every answer to its request (POST /v1/vad, /v1/tts, ...).
+  if (!log_tag_.empty()) response.set(boost::beast::string_view(kTagHeader.data(), kTagHeader.size()), log_tag_);
   ctx_.metrics.count_http_response(handler_, response.result_int());
-  if (ctx_.config.access_log) log_access(response, response.body().size());
+  // Refusals of the token, the Origin or the Host are logged even without the access log: an
+  // operator wants to see who was turned away, and why.
+  const int status = response.result_int();
+  if (ctx_.config.access_log || status == 401 || status == 403) log_access(response, response.body().size());
   response_ = std::make_shared<Response>(std::move(response));
   stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s));
   http::async_write(stream_, *response_, [self = shared_from_this(), close](beast::error_code ec, std::size_t) {
@@ -456,23 +465,38 @@ void HttpSession::send(Response response, bool close_after) {
 }
 
 void HttpSession::log_access(const Response& response, std::size_t body_bytes) const {
-  std::string code;
+  std::string code, message;
   if (response.result_int() >= 400) {
-    // The answer's own error code ({"error":{"code":..}}): why a request was refused.
-    const auto& body = response.body();
-    if (const auto at = body.find("\"code\":\""); at != std::string::npos) {
-      const auto start = at + 8;
-      code = " " + body.substr(start, body.find('"', start) - start);
+    // The answer's own error ({"error":{"code":..,"message":..}}): why a request was refused.
+    const auto body = nlohmann::json::parse(response.body(), nullptr, /*allow_exceptions=*/false);
+    if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+      code = body["error"].value("code", "");
+      message = body["error"].value("message", "");
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - head_time_).count();
-  // Control characters of the path (it is the client's) are not written as they are.
+  // Control characters of the path and of the reason (both may quote the client) are not written
+  // as they are.
   std::string path = log_path_;
-  for (char& ch : path) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  for (std::string* text : {&path, &message}) {
+    for (char& ch : *text) {
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    }
   }
-  log_server("access: {} {} {} {} {} B {:.1f} ms{}", peer_, log_method_, path, response.result_int(), body_bytes, ms,
-             code);
+  const int status = response.result_int();
+  // 401 and 403 also say why (which token or Origin or Host rule refused the request).
+  const bool why = (status == 401 || status == 403) && !message.empty();
+  log_record(fmt::format("access: {} {} {} {} {} B {:.1f} ms{}{}{}", peer_, log_method_, path, status, body_bytes, ms,
+                         code.empty() ? "" : " ", code, why ? ": " + message : std::string()),
+             {{"client", std::string_view(peer_)},
+              {"method", std::string_view(log_method_)},
+              {"path", std::string_view(path)},
+              {"status", std::int64_t{status}},
+              {"bytes", static_cast<std::int64_t>(body_bytes)},
+              {"ms", ms},
+              {"code", std::string_view(code)},
+              {"reason", std::string_view(why ? message : std::string_view())},
+              {"tag", std::string_view(log_tag_)}});
 }
 
 void HttpSession::on_sent(bool close_after, beast::error_code ec) {

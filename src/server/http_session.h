@@ -67,10 +67,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool timed_out_ = false;
   bool head_request_ = false;          // HEAD: the answer's body is not sent
   std::shared_ptr<void> upload_;       // a unit of ctx.uploads, held until the answer is sent
-  // For the access log (limits.access_log): the request's method and path, and when its head came.
+  // For the access log (and 401/403 lines): the request's method, path and tag, and when its head came.
   std::string_view handler_ = "none";  // route_name() of the request, for the HTTP metrics
   std::string log_method_ = "-";
   std::string log_path_ = "-";
+  std::string log_tag_;  // the request's valid ?tag= (request_tag.h), "" if none
   std::chrono::steady_clock::time_point head_time_ = std::chrono::steady_clock::now();
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<Response> response_;  // kept alive while it is written

@@ -22,6 +22,7 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
   Json j;
   j["type"] = "ready";
   j["id"] = session_id;
+  if (!request.tag.empty()) j["tag"] = request.tag;
   Json c;
   c["sample_rate"] = s.sample_rate_hz;
   c["encoding"] = to_string(request.encoding);

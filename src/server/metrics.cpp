@@ -171,6 +171,15 @@ void model_metrics(std::string& out, const EngineStats& st) {
   histograms("brisvox_model_latency_seconds",
              "From an input being ready to its result delivered (a frame's events, a verdict back to its stream).",
              &ModelStats::latency);
+  // Smart Turn models only: the other families have no turn events.
+  constexpr std::string_view turn = "brisvox_turn_latency_seconds";
+  header(out, turn, "histogram",
+         "From the frame that asked for an end-of-turn analysis to the turn_end / turn_incomplete event it decided.");
+  for (const ModelStats& m : st.models) {
+    if (m.family == ModelFamily::kSmartTurn) {
+      seconds_series(out, turn, fmt::format("model=\"{}\",", label_value(m.name)), m.turn_latency);
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "brisvox/error.h"
+#include "server/request_tag.h"
 
 namespace brisvox::server {
 namespace {
@@ -139,6 +140,8 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
                           item));
         }
       }
+    } else if (key == "tag") {
+      r.tag = parse_tag(value);
     } else if (key == "token") {
       // Checked by the access policy before the query is parsed.
     } else if (key == "name" && endpoint != AudioEndpoint::kStream) {
@@ -179,7 +182,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
                       "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
                       "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, stop_ms, pre_speech_ms, "
-                      "max_silence_ms, turn_threshold, language, window",
+                      "max_silence_ms, turn_threshold, language, window, tag",
                       key, endpoint != AudioEndpoint::kStream ? "name, " : ""));
     }
   }

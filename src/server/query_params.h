@@ -29,6 +29,7 @@ struct AudioRequest {
   bool encoding_given = false;  // POST /v1/vad: the body is headerless PCM only when given
   bool sample_rate_given = false;
   std::string name = "request";  // POST /v1/vad, /v1/transcribe: the "file" of the result
+  std::string tag;               // the client's call id (request_tag.h); "" when not given
 };
 
 enum class AudioEndpoint { kStream, kVad, kTranscribe };
@@ -39,7 +40,8 @@ enum class AudioEndpoint { kStream, kVad, kTranscribe };
 //   elsewhere), and the segmenter's: threshold, neg_threshold, min_speech_ms, max_speech_s,
 //   min_silence_ms, speech_pad_ms, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech;
 //   the turn stage's (events=turn): stop_ms, pre_speech_ms, max_silence_ms, turn_threshold; the
-//   stt stage's (events=transcript, and always on kTranscribe): language, window (full|fit).
+//   stt stage's (events=transcript, and always on kTranscribe): language, window (full|fit); tag
+//   (the client's call id, request_tag.h).
 // kVad and kTranscribe also take name (the "file" of the result).
 AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint);
 

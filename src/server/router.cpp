@@ -5,6 +5,7 @@
 #include <boost/beast/version.hpp>
 #include <nlohmann/json.hpp>
 
+#include "brisvox/error.h"
 #include "brisvox/runtime/runtime_info.h"
 #include "server/access_policy.h"
 #include "server/messages.h"
@@ -132,6 +133,18 @@ std::string_view route_name(Route route) {
   return "none";
 }
 
+namespace {
+
+bool query_has_token(const Request& request) {
+  try {
+    return parse_query_string(target_query(to_sv(request.target()))).contains("token");
+  } catch (const Error&) {
+    return false;  // a malformed query: treated as no token
+  }
+}
+
+}  // namespace
+
 Response error_response(const Request& request, http::status status, std::string_view code, std::string_view message) {
   return make_response(request, status, "application/json", http_error_body(code, message));
 }
@@ -139,8 +152,13 @@ Response error_response(const Request& request, http::status status, std::string
 std::optional<Response> check_access(ServerContext& ctx, const Request& request) {
   if (!token_ok(ctx.config.token, to_sv(request[http::field::authorization]), target_query(to_sv(request.target())))) {
     ctx.metrics.count_error("unauthorized");
+    // The reason, for the client and the log line of the refusal: none sent, or a wrong one.
+    const bool sent = !to_sv(request[http::field::authorization]).empty() || query_has_token(request);
     auto res = error_response(request, http::status::unauthorized, "unauthorized",
-                              "this server needs a token: send 'Authorization: Bearer <token>' or add ?token=<token>");
+                              sent ? "the token sent is not this server's: send 'Authorization: Bearer <token>' or "
+                                     "add ?token=<token> with the server's --token"
+                                   : "this server needs a token: send 'Authorization: Bearer <token>' or add "
+                                     "?token=<token>");
     res.set(http::field::www_authenticate, "Bearer");
     return res;
   }

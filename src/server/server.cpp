@@ -36,6 +36,7 @@ constexpr long long kReservedFds = 64;
 // streams and a reserve fit under it: past the cap a client gets a 503, never an accept failure.
 ServerConfig fit_open_file_limit(ServerConfig config) {
   set_log_timestamps(config.log_timestamps);  // before the first line this server logs
+  set_log_format(config.log_format);
   const long limit = raise_open_file_limit();
   if (limit < 0) return config;
   const long long room = static_cast<long long>(limit) - kReservedFds - config.limits.max_streams;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "brisvox/engine/engine.h"
+#include "server/server_log.h"
 
 namespace brisvox::server {
 
@@ -91,6 +92,7 @@ struct ServerConfig {
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;
   bool log_timestamps = false;  // each log line starts with its UTC time (ISO 8601, milliseconds)
+  LogFormat log_format = LogFormat::kText;  // json: one object per line (server_log.h)
   ServerLimits limits;
 
   void validate() const;  // Error(kInvalidArgument) naming the field

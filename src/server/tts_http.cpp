@@ -11,6 +11,7 @@
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
 #include "brisvox/models/tts/piper_tts.h"
+#include "server/request_tag.h"
 #include "server/server_log.h"
 #include "server/tts_admission.h"
 
@@ -173,6 +174,10 @@ void TtsHttpExchange::write_next() {
     header_.set("X-Brisvox-Encoding", "pcm_s16le");
     header_.keep_alive(request_.keep_alive());
     header_.chunked(true);
+    // The client's ?tag=, as HttpSession::send() adds it to every answer it writes itself.
+    if (const std::string tag = tag_of_target(to_sv(request_.target())); !tag.empty()) {
+      header_.set(boost::beast::string_view(kTagHeader.data(), kTagHeader.size()), tag);
+    }
     Response cors;  // the CORS headers, copied onto the chunked header
     add_cors_headers(ctx_, request_, cors);
     for (const auto& field : cors) header_.set(field.name_string(), field.value());

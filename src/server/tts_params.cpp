@@ -8,6 +8,7 @@
 
 #include "brisvox/error.h"
 #include "server/query_params.h"
+#include "server/request_tag.h"
 
 namespace brisvox::server {
 namespace {
@@ -130,9 +131,11 @@ TtsOptions parse_tts_query(std::string_view query) {
       o.speech.speaker_id = query_int(key, value, 0, 1 << 20);
     } else if (key == "volume") {
       o.speech.volume = query_number(key, value);
+    } else if (key == "tag") {
+      o.tag = parse_tag(value);
     } else if (key != "token") {
       fail(fmt::format("unknown query key '{}' (voice, sample_rate, length_scale, noise_scale, noise_w_scale, "
-                       "speaker_id, volume, token)",
+                       "speaker_id, volume, tag, token)",
                        key));
     }
   }

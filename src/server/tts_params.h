@@ -29,6 +29,7 @@ struct TtsOptions {
   SpeechConfig speech;     // model left "tts"; sample rate, scales, speaker, volume as asked
   std::string voice;       // as asked ("" when not given): check with voice_matches
   bool raw = false;        // POST: format=raw (chunked pcm_s16le as it is made); else a WAV
+  std::string tag;         // WebSocket: the client's call id (request_tag.h); "" when not given
 };
 
 struct TtsHttpRequest {
@@ -40,7 +41,7 @@ struct TtsHttpRequest {
 // "noise_scale", "noise_w_scale", "speaker_id", "volume"}; "text" is required.
 TtsHttpRequest parse_tts_body(std::string_view body);
 // WebSocket /v1/tts?voice=&sample_rate=&length_scale=&noise_scale=&noise_w_scale=&speaker_id=
-// &volume= (and token=, checked elsewhere).
+// &volume=&tag= (and token=, checked elsewhere).
 TtsOptions parse_tts_query(std::string_view query);
 
 // Messages a client sends on the WebSocket: {"type":"speak","text":"..."}, {"type":"cancel"},

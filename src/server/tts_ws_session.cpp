@@ -85,7 +85,7 @@ void TtsWsSession::on_accept(beast::error_code ec) {
   ctx_.sessions.add(id_, weak_from_this());
   ctx_.tts_metrics.ws_sessions_active.fetch_add(1);
   ctx_.tts_metrics.ws_sessions_total.fetch_add(1);
-  log_server("tts stream {} open: {}, voice {}, {} Hz", id_, peer_, voice_name_, speech_.sample_rate_hz());
+  log_stream("tts stream {} open: {}, voice {}, {} Hz", id_, peer_, voice_name_, speech_.sample_rate_hz());
   Json j;
   j["type"] = "ready";
   j["id"] = id_;
@@ -100,6 +100,7 @@ void TtsWsSession::on_accept(beast::error_code ec) {
   if (s.speaker_id) c["speaker_id"] = *s.speaker_id;
   c["volume"] = s.volume;
   j["config"] = c;
+  if (!options_.tag.empty()) j["tag"] = options_.tag;
   j["limits"] = {{"max_text_bytes", speech_.max_text_bytes()},
                  {"max_queued", s.max_queued},
                  {"max_message_bytes", ctx_.config.limits.max_message_bytes},
@@ -273,7 +274,7 @@ void TtsWsSession::do_write() {
   write_timer_.expires_after(std::chrono::seconds(ctx_.config.limits.idle_timeout_s));
   write_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (ec || !self->writing_ || self->phase_ == Phase::kClosed) return;
-    log_server("tts stream {}: the client has not read for {} s: dropped", self->id_,
+    self->log_stream("tts stream {}: the client has not read for {} s: dropped", self->id_,
                self->ctx_.config.limits.idle_timeout_s);
     self->ctx_.metrics.count_error("slow_reader");
     self->drop_connection();
@@ -312,7 +313,7 @@ void TtsWsSession::maybe_finish_closing() {
 void TtsWsSession::fail(std::string_view code, std::uint16_t close_code, const std::string& message) {
   if (phase_ != Phase::kOpen) return;
   ctx_.metrics.count_error(code);
-  log_server("tts stream {}: error [{}]: {}", id_, code, message);
+  log_stream("tts stream {}: error [{}]: {}", id_, code, message);
   send(Outgoing{false, 0, error_message(code, message)});
   close_code_ = close_code;
   close_reason_ = std::string(code);
@@ -395,7 +396,7 @@ void TtsWsSession::finish(std::string_view why) {
   if (!was_open) return;
   ctx_.sessions.remove(id_);
   ctx_.tts_metrics.ws_sessions_active.fetch_sub(1);
-  log_server("tts stream {} closed: {}, {} utterances, {:.2f} s of audio", id_,
+  log_stream("tts stream {} closed: {}, {} utterances, {:.2f} s of audio", id_,
              why.empty() ? fmt::format("code {}", close_code_) : std::string(why), last_spoken_, audio_s_);
 }
 

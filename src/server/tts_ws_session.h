@@ -30,6 +30,7 @@
 #include "brisvox/engine/engine.h"
 #include "server/server_context.h"
 #include "server/session_registry.h"
+#include "server/server_log.h"
 #include "server/speech_wakeup.h"
 #include "server/tts_params.h"
 
@@ -60,6 +61,12 @@ class TtsWsSession : public SpeechListener, public Drainable, public std::enable
     std::string data;
   };
 
+  // A log line of this stream: its id and the client's tag as fields (server_log.h).
+  template <typename... Args>
+  void log_stream(fmt::format_string<Args...> format, Args&&... args) const {
+    log_record(fmt::format(format, std::forward<Args>(args)...),
+               {{"stream", static_cast<std::int64_t>(id_)}, {"tag", std::string_view(options_.tag)}});
+  }
   void on_accept(boost::beast::error_code ec);
   void read_more();
   void on_read(boost::beast::error_code ec, std::size_t bytes);

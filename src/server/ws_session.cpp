@@ -43,10 +43,12 @@ constexpr std::uint16_t kCloseTryLater = 1013;
 // 32 ms; 5 ms keeps the added delay small without spinning.
 constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 
-// A resampled stream's flush() waits for room for the resampler's tail: flush only once half the
-// engine stream's buffer is free (1024 model-rate samples at 16 kHz and 128 ms, several times
-// libsoxr's tail), so that it does not wait on the strand.
-double flush_room_samples(int model_rate_hz, int buffer_ms) { return model_rate_hz * buffer_ms / 2000.0; }
+// A resampled stream's flush() waits for room for the resampler's tail, which is the output that
+// earlier input still owes (plus at most a sample: resampler_fuzzer). Stream::writable() already
+// keeps room for what is owed, so flushing once it offers a few model samples more never waits
+// on the strand. (Half the engine buffer, the rule before, is more than a 128 ms ring has left
+// at 11.025 kHz, where libsoxr owes up to ~1300 samples.)
+constexpr double kFlushRoomSamples = 64;
 
 // While the kernel send buffer is full, how often the session looks again: from the first to the
 // last, doubling (a client that reads again is served within 50 ms; one that never reads costs 20
@@ -130,7 +132,7 @@ void WsSession::on_accept(beast::error_code ec) {
   ctx_.sessions.add(id_, weak_from_this());
   ctx_.metrics.websocket_sessions_active.fetch_add(1);
   ctx_.metrics.websocket_sessions_total.fetch_add(1);
-  log_server("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
+  log_stream("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
              to_string(request_.encoding), model_rate_hz_, request_.stream.vad.emit_probabilities ? ", events=vad" : "");
   send(ready_message(id_, request_, model_rate_hz_, ctx_.config.limits));
   last_activity_ = Clock::now();
@@ -294,8 +296,7 @@ void WsSession::push_pending() {
 bool WsSession::ready_to_flush() {
   if (request_.stream.sample_rate_hz == model_rate_hz_) return true;  // no resampler: flush() never waits
   const double ratio = static_cast<double>(model_rate_hz_) / request_.stream.sample_rate_hz;
-  return static_cast<double>(stream_.writable()) * ratio >=
-         flush_room_samples(model_rate_hz_, ctx_.config.limits.engine_buffer_ms);
+  return static_cast<double>(stream_.writable()) * ratio >= kFlushRoomSamples;
 }
 
 void WsSession::advance() {
@@ -464,7 +465,7 @@ void WsSession::send(std::string message, SendQueue::Kind kind) {
       // A speech event would be lost: end the session rather than drop it. The queue cannot take
       // an error event; the close frame says why.
       ctx_.metrics.count_error("slow_reader");
-      log_server("stream {}: the client reads too slowly: {} messages, {} bytes waiting", id_, queue_.size(),
+      log_stream("stream {}: the client reads too slowly: {} messages, {} bytes waiting", id_, queue_.size(),
                  queue_.bytes());
       queue_.discard(/*keep_front=*/writing_);
       loss_reason_ = AudioLoss::kError;
@@ -538,7 +539,7 @@ void WsSession::on_write(beast::error_code ec) {
 void WsSession::fail(std::string_view code, std::uint16_t close_code, const std::string& message) {
   if (phase_ != Phase::kOpen) return;
   ctx_.metrics.count_error(code);
-  log_server("stream {}: error [{}]: {}", id_, code, message);
+  log_stream("stream {}: error [{}]: {}", id_, code, message);
   loss_reason_ = AudioLoss::kError;
   send(error_message(code, message));
   begin_close(close_code, std::string(code));
@@ -615,10 +616,10 @@ void WsSession::finish(std::string_view why) {
   ctx_.sessions.remove(id_);
   ctx_.metrics.websocket_sessions_active.fetch_sub(1);
   if (why.empty()) {
-    log_server("stream {} closed: code {}{}{}, {:.2f} s of audio, {} segments", id_, close_code_,
+    log_stream("stream {} closed: code {}{}{}, {:.2f} s of audio, {} segments", id_, close_code_,
                close_reason_.empty() ? "" : " ", close_reason_, total_audio_s_, num_segments_);
   } else {
-    log_server("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
+    log_stream("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
   }
 }
 

@@ -39,6 +39,7 @@
 #include "server/query_params.h"
 #include "server/rate_limiter.h"
 #include "server/send_queue.h"
+#include "server/server_log.h"
 #include "server/server_context.h"
 #include "server/session_registry.h"
 #include "server/stream_wakeup.h"
@@ -70,6 +71,12 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   enum class Phase { kHandshake, kOpen, kClosing, kClosed };
   enum class EndRequest { kNone, kFlush, kClose };  // what the current engine stream is ending for
 
+  // A log line of this stream: its id and the client's tag as fields (server_log.h).
+  template <typename... Args>
+  void log_stream(fmt::format_string<Args...> format, Args&&... args) const {
+    log_record(fmt::format(format, std::forward<Args>(args)...),
+               {{"stream", static_cast<std::int64_t>(id_)}, {"tag", std::string_view(request_.tag)}});
+  }
   void on_accept(boost::beast::error_code ec);
   void read_more();
   void on_read(boost::beast::error_code ec, std::size_t bytes);

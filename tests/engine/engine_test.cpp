@@ -128,6 +128,27 @@ TEST(Engine, EightKilohertzStreamsRunNatively) {
   EXPECT_FALSE(r.segments_s.empty());
 }
 
+// A feeder that pushes at most writable() is never refused, whatever the resampler holds back:
+// libsoxr hands back owed output in bursts (up to ~650 samples at 44.1 kHz), and a writable()
+// that ignored them made an idle engine count rejected samples and overload events (issue 13:
+// a 44.1 kHz MP3 POSTed to an idle server added 12-32 overload events).
+TEST(Engine, ResampledStreamsFedWithinWritableAreNeverRefused) {
+  Engine engine(small_engine(1));
+  for (const int rate : {44100, 22050, 11025, 48000, 96000}) {
+    SCOPED_TRACE(rate);
+    const std::vector<float> audio = resample(std::span(test::sample_audio().samples).first(5 * 16000), 16000, rate);
+    StreamConfig sc;
+    sc.sample_rate_hz = rate;
+    Stream s = engine.open_stream(sc);
+    const auto r = feed_all(s, audio, 11, 5000);
+    ASSERT_TRUE(r.ended);
+    for (const Event& e : r.events) EXPECT_NE(e.type, EventType::kOverload) << "at " << e.start_s << " s";
+    const EngineStats st = engine.stats();
+    EXPECT_EQ(st.samples_rejected, 0u);
+    EXPECT_EQ(st.overload_events, 0u);
+  }
+}
+
 TEST(Engine, OtherRatesAreResampledLikeTheOfflinePath) {
   Engine engine(small_engine(1));
   const std::vector<float> at48k = resample(test::sample_audio().samples, 16000, 48000);

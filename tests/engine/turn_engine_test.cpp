@@ -99,6 +99,15 @@ TEST(EngineTurns, VerdictsAndTurnsMatchAnOfflineRunOfTheSameModel) {
   EXPECT_GE(st.model("turn").items, expected.size() - 1);
   EXPECT_EQ(st.model("turn").latency.count(), st.model("turn").items);
   EXPECT_EQ(st.model("turn").run_errors, 0u);
+  // One turn latency per event a verdict decided (not the timeouts' or the end of the stream's).
+  std::uint64_t decided = 0;
+  for (const Event& e : turns) {
+    decided += e.type == EventType::kTurnIncomplete || e.turn_reason == TurnAction::Reason::kModel ? 1 : 0;
+  }
+  EXPECT_GT(decided, 0u);
+  EXPECT_EQ(st.model("turn").turn_latency.count(), decided);
+  EXPECT_GT(st.model("turn").turn_latency.sum_us(), 0.0);
+  EXPECT_EQ(st.model("vad").turn_latency.count(), 0u);
 }
 
 TEST(EngineTurns, EightKilohertzTurnsAreUpsampledForTheModel) {

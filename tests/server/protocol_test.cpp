@@ -17,6 +17,7 @@
 #include "server/metrics.h"
 #include "server/query_params.h"
 #include "server/rate_limiter.h"
+#include "server/request_tag.h"
 #include "server/send_queue.h"
 #include "server/static_files.h"
 
@@ -89,6 +90,24 @@ TEST(QueryParams, ErrorsNameTheKey) {
   EXPECT_NE(error_of("name=x").find("name"), std::string::npos);  // only POST /v1/vad has a name
   EXPECT_NE(error_of("a=%4").find("escape"), std::string::npos);
   EXPECT_NE(error_of("encoding=pcm_s16le", AudioEndpoint::kVad).find("sample_rate"), std::string::npos);
+}
+
+TEST(QueryParams, Tag) {
+  EXPECT_EQ(parse_audio_request("tag=call-42.a_b:C", AudioEndpoint::kStream).tag, "call-42.a_b:C");
+  EXPECT_EQ(parse_audio_request("tag=job-7", AudioEndpoint::kVad).tag, "job-7");
+  EXPECT_EQ(parse_audio_request("", AudioEndpoint::kStream).tag, "");
+  EXPECT_EQ(parse_audio_request("tag=" + std::string(64, 'x'), AudioEndpoint::kStream).tag, std::string(64, 'x'));
+  EXPECT_NE(error_of("tag=" + std::string(65, 'x')).find("'tag' must be 1 to 64 characters"), std::string::npos);
+  EXPECT_NE(error_of("tag=").find("'tag'"), std::string::npos);
+  EXPECT_NE(error_of("tag=a%20b").find("character 2 is byte 0x20"), std::string::npos);
+  EXPECT_NE(error_of("tag=%22").find("byte 0x22"), std::string::npos);
+  EXPECT_NE(error_of("tag=a%0Ab").find("byte 0x0a"), std::string::npos);
+  EXPECT_NE(error_of("tag=%C3%A9").find("byte 0xc3"), std::string::npos);
+  // For log lines: the valid tag of a target, "" for none or a bad one (that request gets a 400).
+  EXPECT_EQ(tag_of_target("/v1/vad?sample_rate=8000&tag=x-1"), "x-1");
+  EXPECT_EQ(tag_of_target("/v1/vad?tag=a%20b"), "");
+  EXPECT_EQ(tag_of_target("/v1/vad?tag=%zz"), "");
+  EXPECT_EQ(tag_of_target("/healthz"), "");
 }
 
 TEST(QueryParams, TargetSplit) {

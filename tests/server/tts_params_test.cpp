@@ -62,6 +62,9 @@ TEST(TtsParams, Query) {
   EXPECT_NE(error_of([] { parse_tts_query("noise_scale=1e999"); }).find("'noise_scale' must be a number"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_tts_query("encoding=mulaw"); }).find("unknown query key 'encoding'"), std::string::npos);
+  EXPECT_EQ(parse_tts_query("tag=say-1").tag, "say-1");
+  EXPECT_EQ(parse_tts_query("").tag, "");
+  EXPECT_NE(error_of([] { parse_tts_query("tag=a%20b"); }).find("'tag'"), std::string::npos);
 }
 
 TEST(TtsParams, VoiceMatching) {

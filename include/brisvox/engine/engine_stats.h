@@ -28,6 +28,11 @@ struct ModelStats {
   // An item ready -> its result delivered: VAD, a frame complete -> its events available (the
   // engine's added latency); Smart Turn, an analysis requested -> its verdict back to the stream.
   LatencyHistogram latency;
+  // Smart Turn only (empty for the other families): from the VAD frame that asked for an
+  // end-of-turn analysis being ready to the turn_end / turn_incomplete event that its verdict
+  // decided being emitted: a free request slot, the queue, the run and the stream's VAD worker
+  // picking the verdict up. What a client waits for a turn, past the pause itself.
+  LatencyHistogram turn_latency;
 };
 
 struct EngineStats {

@@ -106,6 +106,12 @@ TurnPool::TurnPool(const ModelSpec& spec)
         return TurnAdapter(SmartTurn(mc), spec.max_batch, spec.run_timeout_ms, *slots_);
       }) {}
 
+ModelStats TurnPool::stats() const {
+  ModelStats st = pool_.stats();
+  st.turn_latency = turn_latency_;
+  return st;
+}
+
 bool TurnPool::submit(StreamSlot& stream, std::uint64_t request_id, const AudioHistory::Range& audio) {
   TurnRequest* r = slots_->acquire();
   if (r == nullptr) return false;
@@ -154,9 +160,13 @@ void turn_submit(StreamSlot& s, const TurnAction& action) {
   }
 }
 
-void turn_actions(StreamSlot& s, const TurnActions& actions) {
+// `since_ns`: when the input that led to these actions was ready (an analysis is timed from it).
+void turn_actions(StreamSlot& s, const TurnActions& actions, std::int64_t since_ns) {
+  TurnStreamState& t = *s.turn;
   for (const TurnAction& a : actions) {
     if (a.kind == TurnAction::Kind::kAnalyze) {
+      t.timed_request_id = a.request_id;
+      t.timed_since_ns = since_ns;
       turn_submit(s, a);
       continue;
     }
@@ -172,7 +182,9 @@ void turn_actions(StreamSlot& s, const TurnActions& actions) {
 
 }  // namespace
 
-void turn_frame(StreamSlot& s, float probability) { turn_actions(s, s.turn->detector.push(probability)); }
+void turn_frame(StreamSlot& s, float probability, std::int64_t frame_ready_ns) {
+  turn_actions(s, s.turn->detector.push(probability), frame_ready_ns);
+}
 
 void turn_mailbox(StreamSlot& s) {
   TurnStreamState& t = *s.turn;
@@ -193,7 +205,16 @@ void turn_mailbox(StreamSlot& s) {
       s.emit(ev);
       probability = 0.0f;  // as incomplete: the next pause or the timeout ends the turn
     }
-    turn_actions(s, t.detector.verdict(id, probability));
+    const std::int64_t now = now_ns();
+    const TurnActions actions = t.detector.verdict(id, probability);
+    // Timed only when the verdict decided a turn event (a stale one, its speech resumed, did not).
+    const bool decided = std::any_of(actions.begin(), actions.end(), [](const TurnAction& a) {
+      return a.kind == TurnAction::Kind::kTurnEnd || a.kind == TurnAction::Kind::kTurnIncomplete;
+    });
+    if (decided && id == t.timed_request_id) {
+      t.pool->record_turn_latency(static_cast<double>(now - t.timed_since_ns) / 1000.0);
+    }
+    turn_actions(s, actions, now);
   }
   if (t.deferred && !t.in_flight.load(std::memory_order_acquire)) {
     t.deferred = false;
@@ -206,7 +227,7 @@ void turn_flush(StreamSlot& s) {
   TurnStreamState& t = *s.turn;
   if (t.flush_started) return;
   t.flush_started = true;
-  turn_actions(s, t.detector.flush());
+  turn_actions(s, t.detector.flush(), now_ns());
 }
 
 }  // namespace brisvox::engine

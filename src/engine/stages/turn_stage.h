@@ -55,6 +55,10 @@ struct TurnStreamState {
   bool verdict_timed_out = false;        // failed because the run passed EngineConfig::run_timeout_ms
   std::atomic<std::uint64_t> verdict_id{0};
   std::atomic<bool> in_flight{false};    // a request of this stream is with the turn pool
+  // The latest analysis asked for and when its frame was ready (VAD worker): its verdict's turn
+  // event is timed against it (TurnPool::record_turn_latency).
+  std::uint64_t timed_request_id = 0;
+  std::int64_t timed_since_ns = 0;
 
   // A verdict is pending, in flight, or waits for a slot: the stream's end (and, offline, its
   // next frames) must wait for it.
@@ -120,19 +124,23 @@ class TurnPool final : public ModelPool {
     pool_.stop();
   }
   void watch_runs(RunWatchdog& watchdog) override { pool_.watch_runs(watchdog); }
-  ModelStats stats() const override { return pool_.stats(); }
+  ModelStats stats() const override;
+  // VAD workers: one analysis request -> the turn event its verdict decided (ModelStats::turn_latency).
+  void record_turn_latency(double us) noexcept { turn_latency_.record(us); }
   double recent_p99_queue_delay_us(std::int64_t now) const override { return pool_.recent_p99_queue_delay_us(now); }
   int num_workers() const noexcept override { return pool_.num_workers(); }
 
  private:
   std::unique_ptr<RequestSlots<TurnRequest>> slots_;  // before the pool: its adapters use them
   BatchPool<TurnAdapter> pool_;
+  LatencyHistogram turn_latency_;
 };
 
 // --- the stage's part of a frame, on the stream's VAD worker ---------------------------------
 
 // The frame's probability (its audio is already in the stream's history): feeds the detector.
-void turn_frame(StreamSlot& s, float probability);
+// `frame_ready_ns`: when the frame's last sample arrived (an analysis it asks for is timed from it).
+void turn_frame(StreamSlot& s, float probability, std::int64_t frame_ready_ns);
 // A verdict in the mailbox becomes events; a deferred analysis is submitted when it can be.
 void turn_mailbox(StreamSlot& s);
 // End of the stream: the detector's final actions (once).

@@ -120,7 +120,7 @@ bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
   // The history first: a segment that ends with this frame, or an analysis it asks for, needs it.
   if (s.history) s.history->append(batch_chunks_[row], consumed_[row]);
   for (const SegmentEvent& e : s.segmenter.push(probs_[row])) segment_event(s, e);
-  if (s.turn) turn_frame(s, probs_[row]);
+  if (s.turn) turn_frame(s, probs_[row], c.ready_ns);
   overload_check(s, c.run_start_ns - c.ready_ns);
   if (final_[row]) finish_stream(s);
   if (s.config.on_events) s.config.on_events();

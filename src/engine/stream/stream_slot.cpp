@@ -61,8 +61,8 @@ StreamSlot::StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_confi
     payloads = std::make_unique<PayloadChannel>(capacity);
   }
   if (stream_config.sample_rate_hz != model_rate_hz) {
-    resampler.emplace(stream_config.sample_rate_hz, model_rate_hz, 1024);
-    resampled.resize(resampler->max_output_for(1024));
+    resampler.emplace(stream_config.sample_rate_hz, model_rate_hz, kResamplerBlock);
+    resampled.resize(resampler->max_output_for(kResamplerBlock));
   }
 }
 

@@ -37,6 +37,9 @@ struct SttStreamState;    // stages/stt_stage.h
 inline int vad_rate_key(int model_rate_hz) noexcept { return model_rate_hz == 16000 ? 0 : 1; }
 inline constexpr int kNumVadRateKeys = 2;
 
+// Input samples a stream's resampler takes per call (push() resamples in blocks of this size).
+inline constexpr std::size_t kResamplerBlock = 1024;
+
 struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   // `vad_pool`, `worker`: where the stream runs. `turn`, `stt` set when the pipeline has those
   // stages.
