@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "brisvox/error.h"
+#include "brisvox/plural.h"
 #include "engine/model_registry.h"
 #include "engine/pool/run_watchdog.h"
 #include "engine/stream/wait_for_events.h"
@@ -87,7 +88,7 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config
                 spec.name, to_string(spec.family), spec.path, spec.num_workers, spec.max_batch, spec.max_gather_wait_us,
                 spec.run_timeout_ms);
   }
-  detail::log(LogLevel::kInfo, "engine: up to {} streams", m.config.max_streams);
+  detail::log(LogLevel::kInfo, "engine: up to {}", count_of(m.config.max_streams, "stream"));
 }
 
 Engine::~Engine() {

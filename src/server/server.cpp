@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "brisvox/plural.h"
 #include "brisvox/runtime/runtime_info.h"
 #include "server/listener.h"
 #include "server/server_context.h"
@@ -120,7 +121,8 @@ void Server::begin_drain() {
   }
   listener_->stop();
   const auto sessions = ctx_->sessions.snapshot();
-  log_server("draining: {} streams, {} requests, up to {} s", sessions.size(), ctx_->jobs_in_flight.load(),
+  log_server("draining: {}, {}, up to {} s", count_of(sessions.size(), "stream"),
+             count_of(ctx_->jobs_in_flight.load(), "request"),
              config_.limits.drain_timeout_s);
   for (const auto& s : sessions) s->go_away();
   drain_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(config_.limits.drain_timeout_s);
@@ -134,7 +136,8 @@ void Server::check_drained() {
     return;
   }
   if (std::chrono::steady_clock::now() >= drain_deadline_) {
-    log_server("drain timeout: dropping {} streams, {} requests", ctx_->sessions.size(), ctx_->jobs_in_flight.load());
+    log_server("drain timeout: dropping {}, {}", count_of(ctx_->sessions.size(), "stream"),
+               count_of(ctx_->jobs_in_flight.load(), "request"));
     shut_down_now();
     return;
   }

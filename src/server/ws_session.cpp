@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #endif
 
+#include "brisvox/plural.h"
 #include "brisvox/error.h"
 #include "brisvox/models/vad/silero_rates.h"
 #include "server/control_message.h"
@@ -616,10 +617,10 @@ void WsSession::finish(std::string_view why) {
   ctx_.sessions.remove(id_);
   ctx_.metrics.websocket_sessions_active.fetch_sub(1);
   if (why.empty()) {
-    log_stream("stream {} closed: code {}{}{}, {:.2f} s of audio, {} segments", id_, close_code_,
-               close_reason_.empty() ? "" : " ", close_reason_, total_audio_s_, num_segments_);
+    log_stream("stream {} closed: code {}{}{}, {:.2f} s of audio, {}", id_, close_code_,
+               close_reason_.empty() ? "" : " ", close_reason_, total_audio_s_, count_of(num_segments_, "segment"));
   } else {
-    log_stream("stream {} closed: {}, {:.2f} s of audio, {} segments", id_, why, total_audio_s_, num_segments_);
+    log_stream("stream {} closed: {}, {:.2f} s of audio, {}", id_, why, total_audio_s_, count_of(num_segments_, "segment"));
   }
 }
 
