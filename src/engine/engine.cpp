@@ -317,10 +317,14 @@ std::size_t writable_input(StreamSlot& s) {
   if (!drain_pending(s)) return 0;
   const std::size_t free = s.samples.free_space();
   const std::size_t room = resampled_input_room(s, free);
-  // An extreme ratio (a 1 kHz input upsampled) can owe more than the whole ring: with the ring
-  // empty, one resampler block is still taken whole (its overflow waits in `resampled`), so the
-  // stream always makes progress.
-  if (room == 0 && free == s.samples.capacity()) return engine::kResamplerBlock;
+  // The resampler can owe more than the ring holds (its filter delay: ~1200 samples downsampling
+  // 16 kHz -> 8 kHz, against a 1024-sample ring; or an extreme ratio, a 1 kHz input upsampled),
+  // and the bound above then stays 0. Once the ring holds less than one model chunk the VAD has
+  // nothing left to take, so one resampler block is taken whole (output that does not fit waits
+  // in `resampled`, which push() does not count as a refusal): the stream always makes progress.
+  if (room < engine::kResamplerBlock && s.samples.size() < static_cast<std::size_t>(s.chunk_samples)) {
+    return engine::kResamplerBlock;
+  }
   return room;
 }
 
@@ -380,7 +384,9 @@ bool Stream::wait_writable(std::size_t min_samples, std::chrono::microseconds ti
   // Never wait for more than the buffer can ever hold: what an empty ring would take now (the
   // output the resampler owes stays owed while nothing is pushed).
   const std::size_t most =
-      s.resampler ? std::max(engine::kResamplerBlock, resampled_input_room(s, s.samples.capacity())) : s.samples.capacity();
+      s.resampler ? std::max(engine::kResamplerBlock,
+                             resampled_input_room(s, s.samples.capacity() - static_cast<std::size_t>(s.chunk_samples)))
+                  : s.samples.capacity();
   const std::size_t needed = std::min(min_samples, most);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto sleep = std::chrono::microseconds(50);

@@ -149,6 +149,35 @@ TEST(Engine, ResampledStreamsFedWithinWritableAreNeverRefused) {
   }
 }
 
+// Downsampled for the 8 kHz model, a 16 kHz stream's resampler holds back more output (its filter
+// delay) than the 8 kHz ring holds: writable() must still offer a block once the VAD has taken
+// every whole frame, or the stream (and `brisvox vad --model-rate 8000`) stalls for good.
+TEST(Engine, AStreamWhoseResamplerOwesMoreThanTheRingStillMakesProgress) {
+  Engine engine(small_engine(1));
+  const std::span<const float> audio = std::span(test::sample_audio().samples).first(5 * 16000);
+  StreamConfig sc;
+  sc.sample_rate_hz = 16000;
+  sc.vad.model_rate_hz = 8000;
+  Stream s = engine.open_stream(sc);
+  test::StreamResult r;
+  std::size_t pos = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pos < audio.size() && std::chrono::steady_clock::now() < deadline) {
+    const std::size_t room = std::min(audio.size() - pos, s.writable());
+    if (room > 0) pos += s.push(audio.subspan(pos, room));
+    test::collect(s, r);
+    if (pos < audio.size()) s.wait_writable(512, std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(pos, audio.size()) << "writable() stayed 0 with " << pos << " samples pushed";
+  s.flush();
+  while (!r.ended && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(10)) {
+    s.wait_events(std::chrono::milliseconds(10));
+    test::collect(s, r);
+  }
+  EXPECT_TRUE(r.ended);
+  EXPECT_EQ(engine.stats().samples_rejected, 0u);
+}
+
 TEST(Engine, OtherRatesAreResampledLikeTheOfflinePath) {
   Engine engine(small_engine(1));
   const std::vector<float> at48k = resample(test::sample_audio().samples, 16000, 48000);
