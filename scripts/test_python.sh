@@ -30,6 +30,7 @@ PY
 )
 
 .venv/bin/python -m pip install --quiet --no-input --no-deps --no-index --target "$out/site" "$wheel"
+# Bounded: a hang (a stream that never ends) fails the step in 10 minutes instead of holding CI.
 PYTHONPATH="$PWD/$out/site:$PWD/third_party/onnxruntime-python" \
-  .venv/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/python
+  timeout 600 .venv/bin/python -m pytest -v -p no:cacheprovider -W ignore::DeprecationWarning tests/python
 echo "[python] done in $((SECONDS - start)) s" >&2
