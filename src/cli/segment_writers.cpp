@@ -32,8 +32,6 @@ void write_header(std::FILE* out, SegmentFormat format, bool channel_column) {
   if (format == SegmentFormat::kCsv) std::fputs(channel_column ? "file,channel,start,end\n" : "file,start,end\n", out);
 }
 
-namespace {
-
 std::string csv_quote(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -47,8 +45,6 @@ std::string rttm_id(const std::string& file) {
   for (char& c : id) if (c == ' ' || c == '\t') c = '_';
   return id.empty() ? "audio" : id;
 }
-
-}  // namespace
 
 void write_segments(std::FILE* out, SegmentFormat format, const OfflineResult& r, bool frame_probs,
                     bool channel_column) {

@@ -28,4 +28,9 @@ void write_header(std::FILE* out, SegmentFormat format, bool channel_column = fa
 void write_segments(std::FILE* out, SegmentFormat format, const OfflineResult& result, bool frame_probs,
                     bool channel_column = false);
 
+// The pieces the other writers of these formats (`brisvox turn`) share: a CSV field quoted when
+// it needs it, and the RTTM file id of a path.
+std::string csv_quote(const std::string& s);
+std::string rttm_id(const std::string& file);
+
 }  // namespace brisvox::cli

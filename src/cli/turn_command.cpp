@@ -12,6 +12,7 @@
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "cli/commands.h"
+#include "cli/segment_writers.h"
 #include "cli/file_run.h"
 #include "cli/vad_params.h"
 
@@ -49,19 +50,6 @@ std::string_view extension(TurnFormat f) {
     case TurnFormat::kAudacity: return ".txt";
   }
   return ".txt";
-}
-
-std::string csv_quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string rttm_id(const std::string& file) {
-  std::string id = file == "-" ? std::string("stdin") : std::filesystem::path(file).stem().string();
-  for (char& c : id) if (c == ' ' || c == '\t') c = '_';
-  return id.empty() ? "audio" : id;
 }
 
 struct Verdict {
