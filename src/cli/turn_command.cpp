@@ -12,8 +12,8 @@
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "cli/commands.h"
-#include "cli/segment_writers.h"
 #include "cli/file_run.h"
+#include "cli/segment_writers.h"
 #include "cli/vad_params.h"
 
 namespace brisvox::cli {
