@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 
 def die_with_parent():
@@ -95,6 +96,27 @@ class Server:
         if self.alive():
             self.proc.kill()
             self.proc.wait(10)
+
+
+def wait_line(server, pattern, timeout=5):
+    """The first line of `server`'s output matching `pattern`, waiting up to `timeout` s for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in list(server.lines):
+            if re.search(pattern, line):
+                return line
+        assert time.monotonic() < deadline, f"no log line matches {pattern!r}:\n" + "\n".join(server.lines[-10:])
+        time.sleep(0.02)
+
+
+def parse_metrics(text):
+    """A /metrics body (Prometheus text) as {sample name with labels: value}."""
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
 
 
 def run_tests(tests, servers, budget=None, test_timeout=None, started=None):

@@ -27,7 +27,7 @@ import wave
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server, die_with_parent, run_tests  # noqa: E402
+from serve_process import Server, die_with_parent, run_tests, wait_line  # noqa: E402
 
 TOKEN = "s3cret-token"
 MIB = 1 << 20
@@ -603,16 +603,6 @@ def test_streams_per_client(c):
 
 
 # --- Operations: access log ----------------------------------------------------------------------
-
-def wait_line(server, pattern, timeout=5):
-    deadline = time.monotonic() + timeout
-    while True:
-        for line in list(server.lines):
-            if re.search(pattern, line):
-                return line
-        assert time.monotonic() < deadline, f"no log line matches {pattern!r}:\n" + "\n".join(server.lines[-10:])
-        time.sleep(0.02)
-
 
 def test_access_log(c):
     """--access-log: one line per answer with client, method, path (never the query: it may hold

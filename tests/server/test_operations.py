@@ -30,7 +30,7 @@ import wave
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server, run_tests  # noqa: E402
+from serve_process import Server, parse_metrics, run_tests, wait_line  # noqa: E402
 
 TOKEN = "ops-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -50,27 +50,12 @@ def http(server, method, path, body=None, headers=None):
 def metrics(server):
     status, _, body = http(server, "GET", "/metrics")
     assert status == 200, status
-    values = {}
-    for line in body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            values[name] = float(value)
-    return values
+    return parse_metrics(body.decode())
 
 
 def late_frames(m, bound="0.05"):
     """VAD frames whose queue delay passed `bound` seconds: what a real overload event needs."""
     return m['brisvox_queue_delay_seconds_count{model="vad"}'] - m[f'brisvox_queue_delay_seconds_bucket{{model="vad",le="{bound}"}}']
-
-
-def wait_line(server, pattern, timeout=5):
-    deadline = time.monotonic() + timeout
-    while True:
-        for line in list(server.lines):
-            if re.search(pattern, line):
-                return line
-        assert time.monotonic() < deadline, f"no log line matches {pattern!r}:\n" + "\n".join(server.lines[-10:])
-        time.sleep(0.02)
 
 
 def wait_ready(server, timeout=15):

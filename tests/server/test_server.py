@@ -31,7 +31,7 @@ import wave
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server, run_tests  # noqa: E402  (scripts/serve_process.py, shared with the soak)
+from serve_process import Server, parse_metrics, run_tests  # noqa: E402  (scripts/serve_process.py, shared with the soak)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -155,12 +155,7 @@ def metrics_values(server):
     """GET /metrics as {sample name with labels: value}."""
     status, _, body = http_request("GET", server.url("/metrics"))
     assert status == 200, status
-    values = {}
-    for line in body.decode().splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            values[name] = float(value)
-    return values
+    return parse_metrics(body.decode())
 
 
 async def wait_streams_released(server, timeout=5.0, active=0):
