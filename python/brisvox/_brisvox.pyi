@@ -96,6 +96,7 @@ class Engine:
         turn_model: Optional[str] = None,
         vad_workers: int = 0,
         vad_max_batch: int = 0,
+        vad_gather_wait_us: int = -1,
         turn_workers: int = 0,
         max_streams: int = 4096,
         latency_budget_ms: int = 100,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from loguru import logger
 from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
-from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
 import brisvox
 
@@ -26,14 +26,23 @@ import brisvox
 # a few ms; this only bounds a stuck engine.
 _CONFIDENCE_TIMEOUT_S = 2.0
 
+# SileroVADAnalyzer (pipecat-ai 1.14, pipecat/audio/vad/silero.py) clears the model's recurrent
+# state and audio context once at least 2 s of audio have been scored since the last clear, the
+# VAD is quiet and the last 5 windows scored below 0.1: long non-speech drifts the state so that
+# the model under-reports the speech after it. BrisvoxVADAnalyzer does the same at the same
+# windows, so both analyzers see the same model state and make the same transitions.
+_RESET_INTERVAL_S = 2.0
+_RESET_MAX_CONFIDENCE = 0.1
+_RESET_LOW_WINDOWS = 5
+
 
 class BrisvoxVADAnalyzer(VADAnalyzer):
     """Pipecat's VADAnalyzer on brisvox's Silero VAD (v6 by default), shared by every call.
 
     Like SileroVADAnalyzer: 8000 or 16000 Hz, one confidence per 512-sample (16 kHz) or 256-sample
-    (8 kHz) window. The recurrent state is the stream's own; unlike SileroVADAnalyzer it is not
-    reset every 2 s of quiet (brisvox's segmenter does not need it; see docs/PYTHON.md for how far
-    the transitions agree).
+    (8 kHz) window, and the model's state cleared at the same windows as SileroVADAnalyzer clears
+    it (about every 2 s of quiet): the analyzer then continues on a fresh stream of the engine,
+    whose state and context start at zero like a cleared Silero model's.
     """
 
     def __init__(
@@ -48,17 +57,26 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         super().__init__(sample_rate=sample_rate, params=params)
         self._engine = engine if engine is not None else brisvox.shared_engine(vad_model)
         self._stream: brisvox.Stream | None = None
+        self._rate = 0
+        self._windows_since_reset = 0
+        self._low_windows = 0
 
     def set_sample_rate(self, sample_rate: int):
         """Opens the analyzer's stream at this rate (8000 or 16000 Hz)."""
         rate = self._init_sample_rate or sample_rate
         if rate not in (8000, 16000):
             raise ValueError(f"BrisvoxVADAnalyzer: sample rate must be 16000 or 8000 Hz, got {rate}")
+        self._rate = rate
+        self._open_stream()
+        super().set_sample_rate(sample_rate)
+
+    def _open_stream(self):
         if self._stream is not None:
             self._stream.close()
         # Every window's probability, nothing else is needed from the segmenter.
-        self._stream = self._engine.open_stream(sample_rate=rate, emit_probabilities=True)
-        super().set_sample_rate(sample_rate)
+        self._stream = self._engine.open_stream(sample_rate=self._rate, emit_probabilities=True)
+        self._windows_since_reset = 0
+        self._low_windows = 0
 
     def num_frames_required(self) -> int:
         return 512 if self.sample_rate == 16000 else 256
@@ -77,6 +95,7 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
                                  f"{_CONFIDENCE_TIMEOUT_S} s")
                     return 0.0
                 if event.type == brisvox.EventType.VAD_PROBABILITY:
+                    self._maybe_reset(event.probability)
                     return event.probability
                 if event.type == brisvox.EventType.ERROR:
                     logger.error(f"BrisvoxVADAnalyzer: {event.error_code}: {event.message}")
@@ -85,6 +104,18 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         except brisvox.Error as e:
             logger.error(f"BrisvoxVADAnalyzer: {e}")
             return 0.0
+
+    def _maybe_reset(self, confidence: float):
+        """After this window, a fresh stream if SileroVADAnalyzer would clear its model now.
+
+        Nothing of the old stream is pending: its last window has just been answered. The VAD
+        state read here is the one before this window, as in SileroVADAnalyzer.
+        """
+        self._windows_since_reset += 1
+        self._low_windows = self._low_windows + 1 if confidence < _RESET_MAX_CONFIDENCE else 0
+        due = self._windows_since_reset * self.num_frames_required() >= _RESET_INTERVAL_S * self._rate
+        if due and self._vad_state == VADState.QUIET and self._low_windows >= _RESET_LOW_WINDOWS:
+            self._open_stream()
 
     async def cleanup(self):
         """Closes the stream and Pipecat's executor."""

@@ -292,12 +292,13 @@ void bind_engine(nb::module_& m) {
       .def(
           "__init__",
           [](PyEngine* self, const std::string& vad_model, std::optional<std::string> turn_model, int vad_workers,
-             int vad_max_batch, int turn_workers, int max_streams, int latency_budget_ms, bool admission_control,
-             int run_timeout_ms) {
+             int vad_max_batch, int vad_gather_wait_us, int turn_workers, int max_streams, int latency_budget_ms,
+             bool admission_control, int run_timeout_ms) {
             EngineConfig config;
             config.models = {ModelSpec::silero_vad(vad_model.empty() ? "v6" : vad_model)};
             config.models[0].num_workers = vad_workers;
             config.models[0].max_batch = vad_max_batch;
+            config.models[0].max_gather_wait_us = vad_gather_wait_us;
             if (turn_model && !turn_model->empty()) {
               config.models.push_back(ModelSpec::smart_turn(*turn_model));
               config.models[1].num_workers = turn_workers;
@@ -314,12 +315,13 @@ void bind_engine(nb::module_& m) {
             new (self) PyEngine{std::move(engine)};
           },
           nb::kw_only(), nb::arg("vad_model") = "v6", nb::arg("turn_model") = nb::none(), nb::arg("vad_workers") = 0,
-          nb::arg("vad_max_batch") = 0, nb::arg("turn_workers") = 0, nb::arg("max_streams") = 4096,
+          nb::arg("vad_max_batch") = 0, nb::arg("vad_gather_wait_us") = -1, nb::arg("turn_workers") = 0, nb::arg("max_streams") = 4096,
           nb::arg("latency_budget_ms") = 100, nb::arg("admission_control") = true, nb::arg("run_timeout_ms") = 2000,
           "Loads the models and starts the workers. vad_model: 'v6' (default), 'v5', 'v5-exported', "
           "'v6-exported' or a Silero VAD .onnx path; turn_model: None, 'v3.2' or a Smart Turn .onnx path "
           "(needed by streams with turn=True); *_workers 0: the defaults (one VAD worker per core, one "
-          "Smart Turn worker).")
+          "Smart Turn worker); vad_max_batch 0: 32 windows per run; vad_gather_wait_us: how long a VAD "
+          "worker waits for a fuller batch (-1: 2000).")
       .def(
           "open_stream",
           [](PyEngine& self, const nb::kwargs& kwargs) {
