@@ -24,6 +24,11 @@
 //    received exactly the samples `brisvox say` makes for that text (?deterministic=1: noise scales
 //    0), both sentences, a time to first audio, and the status line; then speaks a long text and
 //    clicks Stop after the first audio: the page must end in 'cancelled'.
+// 7. Transcripts (the server runs with --stt-model, the bundled Whisper tiny.en int8, so the page
+//    asks for events=transcript): in runs 4 and 5 every segment must show its text under it, and
+//    the words of the page's segments must be those `brisvox transcribe` finds in the clip (word
+//    error rate <= 25 %: the page's segments are the CLI's within a frame, on resampled audio, and
+//    the live stream uses the `fit` encoder window where the CLI uses `full`).
 // Screenshots go to $TMPDIR: brisvox_demo_page_refused.png (no token), brisvox_demo_page.png (after
 // the first run), _live.png (during it), _native.png (after the second).
 //
@@ -71,6 +76,8 @@ if (spawnSync('sox', ['--version']).status !== 0) die('sox is missing: run scrip
 if (!fs.existsSync(args.brisvox)) die(`brisvox binary not found: ${args.brisvox}`);
 const webDir = path.join(args.root, 'web');
 const voice = path.join(args.root, 'third_party/models/piper/en_US-joe-medium.onnx');
+const STT_MODEL = 'tiny.en-int8';
+const MAX_WER = 0.25;
 if (!fs.existsSync(voice)) die(`${voice} is missing: run scripts/setup.sh`);
 if (!fs.existsSync(path.join(webDir, 'index.html'))) die(`${webDir}/index.html is missing`);
 const { chromium } = await import(pathToFileURL(pwEntry).href);
@@ -96,7 +103,8 @@ async function cleanup() {
 function startServer() {
   return new Promise((resolve, reject) => {
     const child = spawn(args.brisvox, ['serve', '--host', '127.0.0.1', '--port', '0', '--web-dir', webDir,
-                                       '--token', TOKEN, '--tts-voice', voice, '--tts-workers', '1'],
+                                       '--token', TOKEN, '--tts-voice', voice, '--tts-workers', '1',
+                                       '--stt-model', STT_MODEL],
                         { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     const timer = setTimeout(() => reject(new Error(`no "listening on" line in 30 s; stderr:\n${stderr}`)), 30000);
@@ -227,7 +235,25 @@ function checkTts(result, expectedSamples) {
   return problems.length === 0;
 }
 
-function check(name, result, expected) {
+// Lower-case words without punctuation, as Whisper's English normaliser would compare them.
+function words(text) {
+  return text.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').split(/\s+/).filter(Boolean);
+}
+
+// Word error rate of `hyp` against `ref` (word lists): Levenshtein distance / reference length.
+function wordErrorRate(ref, hyp) {
+  let prev = Array.from({ length: hyp.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= ref.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= hyp.length; j++) {
+      row.push(Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ref[i - 1] === hyp[j - 1] ? 0 : 1)));
+    }
+    prev = row;
+  }
+  return ref.length ? prev[hyp.length] / ref.length : (hyp.length ? 1 : 0);
+}
+
+function check(name, result, expected, expectedText) {
   const problems = [];
   if (result.error) problems.push(`the page reports an error: ${result.error}`);
   if (result.closeCode !== 1000) problems.push(`close code ${result.closeCode}, expected 1000`);
@@ -249,6 +275,13 @@ function check(name, result, expected) {
       problems.push(`list item ${i} '${result.listed[i]}' does not show ${g.start}-${g.end}`);
     }
   });
+  got.forEach((g, i) => {
+    if (!g.text) problems.push(`segment ${i} (${g.start}-${g.end}) has no transcript`);
+    else if (!result.listed[i].includes(g.text)) problems.push(`list item ${i} '${result.listed[i]}' does not show its text '${g.text}'`);
+  });
+  const pageText = got.map((g) => g.text || '').join(' ');
+  const wer = wordErrorRate(words(expectedText), words(pageText));
+  if (!(wer <= MAX_WER)) problems.push(`transcript '${pageText}' vs the CLI's '${expectedText}': WER ${(wer * 100).toFixed(1)} % > ${MAX_WER * 100} %`);
   const lat = result.latencies;
   // ~375 frames in 12 s; all but those completed by the final zero-padding have a latency.
   if (lat.length < 300) problems.push(`only ${lat.length} latencies measured`);
@@ -260,6 +293,7 @@ function check(name, result, expected) {
   log(`${name}: context ${result.contextRate} Hz (worklet resampling: ${result.resampling}), ` +
       `${result.samplesSent / 16000} s sent, ${lat.length} latencies, shown p50 ${result.p50}, p95 ${result.p95}`);
   log(`${name}: page segments ${JSON.stringify(got)}`);
+  log(`${name}: transcript '${pageText}', WER against the CLI's ${(wer * 100).toFixed(1)} %`);
   if (diffs.length) log(`${name}: largest start/end difference to the CLI: ${(Math.max(...diffs) * 1000).toFixed(0)} ms`);
   log(`${name}: screenshot ${result.screenshot}`);
   if (problems.length) {
@@ -279,6 +313,11 @@ try {
   const expected = JSON.parse(vad.stdout).segments;
   log(`CLI segments of the ${CLIP_S} s clip: ${JSON.stringify(expected)}`);
   if (expected.length < 2) throw new Error('the clip should hold at least two segments');
+  const stt = spawnSync(args.brisvox, ['transcribe', '--model', STT_MODEL, '--format', 'json', wav], { encoding: 'utf8' });
+  if (stt.status !== 0) throw new Error(`brisvox transcribe failed (${stt.status}): ${stt.stderr}`);
+  const expectedText = JSON.parse(stt.stdout).text;
+  log(`CLI transcript of the clip: '${expectedText}'`);
+  if (words(expectedText).length < 10) throw new Error('the clip should hold at least ten words');
 
   server = await startServer();
   log(`server on port ${server.port}`);
@@ -297,7 +336,7 @@ try {
   }
   for (const [name, query, shot, liveShot] of runs) {
     const result = await runPage(server.port, wav, query, shot, liveShot);
-    if (check(name, result, expected)) passed++;
+    if (check(name, result, expected, expectedText)) passed++;
   }
   {
     const raw = path.join(tmp, 'say.raw');
