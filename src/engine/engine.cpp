@@ -227,15 +227,19 @@ EngineStats Engine::stats() const {
   st.streams_opened = m.opened.load();
   st.streams_refused = m.refused.load();
   const engine::StreamTotals& t = m.shared.totals;
-  st.samples_analysed = t.samples_analysed.load();
-  st.samples_failed = t.samples_failed.load();
-  st.samples_discarded = t.samples_discarded.load();
-  st.samples_rejected = t.samples_rejected.load();
-  st.events_dropped = t.events_dropped.load();
-  st.payloads_dropped = t.payloads_dropped.load();
-  st.payloads_unread = t.payloads_unread.load();
-  st.overload_events = t.overload_events.load();
-  m.shared.streams.for_each([&st](const StreamSlot& s) {
+  // The closed streams' totals and the open streams, read under the registry's lock: a stream
+  // that closes meanwhile is counted once, in one or the other (StreamRegistry::remove).
+  const auto read_totals = [&st, &t] {
+    st.samples_analysed = t.samples_analysed.load();
+    st.samples_failed = t.samples_failed.load();
+    st.samples_discarded = t.samples_discarded.load();
+    st.samples_rejected = t.samples_rejected.load();
+    st.events_dropped = t.events_dropped.load();
+    st.payloads_dropped = t.payloads_dropped.load();
+    st.payloads_unread = t.payloads_unread.load();
+    st.overload_events = t.overload_events.load();
+  };
+  m.shared.streams.visit(read_totals, [&st](const StreamSlot& s) {
     ++st.active_streams;
     st.samples_rejected += s.samples_rejected.load();
     st.events_dropped += s.events_dropped.load();

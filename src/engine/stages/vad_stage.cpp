@@ -188,22 +188,27 @@ void VadAdapter::finish_stream(StreamSlot& s) {
 }
 
 void VadAdapter::retire(StreamSlot& s) {
-  std::shared_ptr<StreamSlot> owner = shared_.streams.remove(s);
-  if (!owner) return;
+  // Only this worker removes its streams, so the stream cannot leave the registry in between.
+  if (!shared_.streams.contains(s)) return;
   if (s.stt) stt_close(s);
   // The stream's last figures: its handle is gone (close_requested was seen with acquire), so
   // neither the producer nor the reader changes them any more.
   const InputTally t = tally_input(s.input_accepted, s.model_analysed, s.model_failed, s.config.sample_rate_hz,
                                    s.model_rate_hz, s.finished && !s.flush_tail_refused);
-  StreamTotals& totals = shared_.totals;
-  totals.samples_analysed.fetch_add(t.analysed, std::memory_order_relaxed);
-  totals.samples_failed.fetch_add(t.failed, std::memory_order_relaxed);
-  totals.samples_discarded.fetch_add(t.discarded, std::memory_order_relaxed);
-  totals.samples_rejected.fetch_add(s.samples_rejected.load(), std::memory_order_relaxed);
-  totals.events_dropped.fetch_add(s.events_dropped.load(), std::memory_order_relaxed);
-  totals.payloads_dropped.fetch_add(s.payloads_dropped.load(), std::memory_order_relaxed);
-  totals.payloads_unread.fetch_add(s.payloads_unread.load() + (s.payloads ? s.payloads->waiting() : 0),
-                                   std::memory_order_relaxed);
+  // Moved into the engine's totals in the same step as the stream leaves the registry: a reader of
+  // Engine::stats() between the two saw the stream gone and its samples nowhere (a server's
+  // ledger of received = processed + rejected came out unbalanced under TSan).
+  std::shared_ptr<StreamSlot> owner = shared_.streams.remove(s, [&] {
+    StreamTotals& totals = shared_.totals;
+    totals.samples_analysed.fetch_add(t.analysed, std::memory_order_relaxed);
+    totals.samples_failed.fetch_add(t.failed, std::memory_order_relaxed);
+    totals.samples_discarded.fetch_add(t.discarded, std::memory_order_relaxed);
+    totals.samples_rejected.fetch_add(s.samples_rejected.load(), std::memory_order_relaxed);
+    totals.events_dropped.fetch_add(s.events_dropped.load(), std::memory_order_relaxed);
+    totals.payloads_dropped.fetch_add(s.payloads_dropped.load(), std::memory_order_relaxed);
+    totals.payloads_unread.fetch_add(s.payloads_unread.load() + (s.payloads ? s.payloads->waiting() : 0),
+                                     std::memory_order_relaxed);
+  });
   s.retired.store(true, std::memory_order_relaxed);
   retired_.push_back(std::move(owner));
   num_streams_.fetch_sub(1, std::memory_order_relaxed);

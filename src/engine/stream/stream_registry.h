@@ -21,11 +21,21 @@ class StreamRegistry {
     slot->registry_index = streams_.size();
     streams_.push_back(std::move(slot));
   }
-  // The registry's reference to `slot` (null if it was not registered).
-  std::shared_ptr<StreamSlot> remove(StreamSlot& slot) {
+  bool contains(const StreamSlot& slot) const {
+    std::lock_guard lock(mu_);
+    const std::size_t i = slot.registry_index;
+    return i < streams_.size() && streams_[i].get() == &slot;
+  }
+  // Removes `slot` and calls fold() under the same lock, so that a reader of visit() sees the
+  // stream either still open or with fold()'s totals written (a closed stream's figures moved
+  // into the engine's), never neither. Returns the registry's reference (null if it was not
+  // registered; fold() is then not called).
+  template <typename Fold>
+  std::shared_ptr<StreamSlot> remove(StreamSlot& slot, Fold&& fold) {
     std::lock_guard lock(mu_);
     const std::size_t i = slot.registry_index;
     if (i >= streams_.size() || streams_[i].get() != &slot) return nullptr;
+    fold();
     std::shared_ptr<StreamSlot> out = std::move(streams_[i]);
     if (i + 1 < streams_.size()) {
       streams_[i] = std::move(streams_.back());
@@ -46,6 +56,15 @@ class StreamRegistry {
   template <typename F>
   void for_each(F&& f) const {
     std::lock_guard lock(mu_);
+    for (const auto& s : streams_) f(*s);
+  }
+  // Calls before() and then f(const StreamSlot&) for every open stream, all under the registry's
+  // lock: what before() reads of the totals that remove()'s fold writes agrees with the streams
+  // it then visits.
+  template <typename Before, typename F>
+  void visit(Before&& before, F&& f) const {
+    std::lock_guard lock(mu_);
+    before();
     for (const auto& s : streams_) f(*s);
   }
 
