@@ -57,7 +57,6 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         super().__init__(sample_rate=sample_rate, params=params)
         self._engine = engine if engine is not None else brisvox.shared_engine(vad_model)
         self._stream: brisvox.Stream | None = None
-        self._rate = 0
         self._windows_since_reset = 0
         self._low_windows = 0
 
@@ -66,15 +65,14 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         rate = self._init_sample_rate or sample_rate
         if rate not in (8000, 16000):
             raise ValueError(f"BrisvoxVADAnalyzer: sample rate must be 16000 or 8000 Hz, got {rate}")
-        self._rate = rate
+        super().set_sample_rate(sample_rate)  # self.sample_rate: the rate above
         self._open_stream()
-        super().set_sample_rate(sample_rate)
 
     def _open_stream(self):
         if self._stream is not None:
             self._stream.close()
         # Every window's probability, nothing else is needed from the segmenter.
-        self._stream = self._engine.open_stream(sample_rate=self._rate, emit_probabilities=True)
+        self._stream = self._engine.open_stream(sample_rate=self.sample_rate, emit_probabilities=True)
         self._windows_since_reset = 0
         self._low_windows = 0
 
@@ -113,7 +111,7 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         """
         self._windows_since_reset += 1
         self._low_windows = self._low_windows + 1 if confidence < _RESET_MAX_CONFIDENCE else 0
-        due = self._windows_since_reset * self.num_frames_required() >= _RESET_INTERVAL_S * self._rate
+        due = self._windows_since_reset * self.num_frames_required() >= _RESET_INTERVAL_S * self.sample_rate
         if due and self._vad_state == VADState.QUIET and self._low_windows >= _RESET_LOW_WINDOWS:
             self._open_stream()
 

@@ -315,8 +315,8 @@ void bind_engine(nb::module_& m) {
             new (self) PyEngine{std::move(engine)};
           },
           nb::kw_only(), nb::arg("vad_model") = "v6", nb::arg("turn_model") = nb::none(), nb::arg("vad_workers") = 0,
-          nb::arg("vad_max_batch") = 0, nb::arg("vad_gather_wait_us") = -1, nb::arg("turn_workers") = 0, nb::arg("max_streams") = 4096,
-          nb::arg("latency_budget_ms") = 100, nb::arg("admission_control") = true, nb::arg("run_timeout_ms") = 2000,
+          nb::arg("vad_max_batch") = 0, nb::arg("vad_gather_wait_us") = -1, nb::arg("turn_workers") = 0,
+          nb::arg("max_streams") = 4096, nb::arg("latency_budget_ms") = 100, nb::arg("admission_control") = true, nb::arg("run_timeout_ms") = 2000,
           "Loads the models and starts the workers. vad_model: 'v6' (default), 'v5', 'v5-exported', "
           "'v6-exported' or a Silero VAD .onnx path; turn_model: None, 'v3.2' or a Smart Turn .onnx path "
           "(needed by streams with turn=True); *_workers 0: the defaults (one VAD worker per core, one "

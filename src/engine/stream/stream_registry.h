@@ -52,12 +52,6 @@ class StreamRegistry {
     std::lock_guard lock(mu_);
     return streams_;
   }
-  // Calls f(const StreamSlot&) for every open stream, under the registry's lock.
-  template <typename F>
-  void for_each(F&& f) const {
-    std::lock_guard lock(mu_);
-    for (const auto& s : streams_) f(*s);
-  }
   // Calls before() and then f(const StreamSlot&) for every open stream, all under the registry's
   // lock: what before() reads of the totals that remove()'s fold writes agrees with the streams
   // it then visits.
