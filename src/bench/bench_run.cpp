@@ -326,6 +326,8 @@ int run_bench(const BenchOptions& o) {
     spec.requests_per_client = o.tts_requests;
     spec.workers = o.tts_workers;
     spec.corpus = o.tts_corpus;
+    spec.fast_start = o.tts_fast_start;
+    if (!o.tts_reply.empty()) spec.reply = o.tts_reply;
     tts = run_tts_phase(spec, cores);
   }
 

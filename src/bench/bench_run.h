@@ -40,6 +40,8 @@ struct BenchOptions {
   int tts_requests = 5;    // replies per client
   int tts_workers = 0;
   std::string tts_corpus;  // the throughput phase's texts
+  bool tts_fast_start = true;
+  std::string tts_reply;   // empty: TtsBenchSpec's
 };
 
 // Runs the phases and prints the report on stdout; 0 when done. Throws Error for bad options or

@@ -48,7 +48,17 @@ struct Reply {
   double whole_ms = 0;        // speak() -> kTtsEnd
   double audio_s = 0;
   bool gap = false;           // a later sentence came after the audio before it would have played
+  Clock::time_point first_at;  // when the first audio came
 };
+
+// How the clients of a phase pace their replies.
+enum class Pacing {
+  kClosedLoop,    // the next reply as soon as the previous one was received whole
+  kBurst,         // every client's next reply at the same moment (a barrier)
+  kConversation,  // the next reply once the previous one has played, after the caller's turn
+};
+// The caller's turn between two replies in a conversation.
+constexpr double kCallerTurnS = 1.0;
 
 // Speaks `text` and waits for its end. Throws Error when it fails.
 Reply speak_one(Speech& s, const std::string& text) {
@@ -69,6 +79,7 @@ Reply speak_one(Speech& s, const std::string& text) {
         const std::vector<float> audio = s.read_audio_payload(e);
         if (!first) {
           first = now;
+          r.first_at = now;
           r.first_audio_ms = ms_between(t0, now);
         } else if (ms_between(*first, now) / 1000.0 > queued_audio_s) {
           r.gap = true;  // playback from the first audio on would have run dry before this piece
@@ -93,12 +104,15 @@ struct ClientsResult {
   double machine_busy_s = 0;
 };
 
-// `clients` threads, each with its own session, each speaking texts_for(client) one after another;
-// with `burst`, every client starts its next text at the same moment (a barrier between rounds).
+// `clients` threads, each with its own session, each speaking texts_for(client) one after another,
+// paced as `pacing` says. In a conversation, client c starts c / clients of a turn (`turn_s`: a
+// reply's audio and the caller's turn) after the first, as independent callers would.
 template <typename TextsFor>
-ClientsResult run_clients(Engine& engine, int clients, TextsFor&& texts_for, bool burst = false) {
+ClientsResult run_clients(Engine& engine, const SpeechConfig& session, int clients, TextsFor&& texts_for,
+                          Pacing pacing = Pacing::kClosedLoop, double turn_s = 0) {
+  const bool burst = pacing == Pacing::kBurst;
   std::vector<Speech> sessions;
-  for (int c = 0; c < clients; ++c) sessions.push_back(engine.open_speech(SpeechConfig{}));
+  for (int c = 0; c < clients; ++c) sessions.push_back(engine.open_speech(session));
   std::mutex mu;
   ClientsResult out;
   std::optional<Error> failure;
@@ -116,9 +130,17 @@ ClientsResult run_clients(Engine& engine, int clients, TextsFor&& texts_for, boo
       while (!go.load()) std::this_thread::yield();
       std::vector<Reply> mine;
       bool failed = false;
+      if (pacing == Pacing::kConversation) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(turn_s * c / clients));
+      }
       for (const std::string& t : texts) {
         if (burst) round.arrive_and_wait();
         if (failed) continue;  // stays in step with the others' barriers
+        if (pacing == Pacing::kConversation && !mine.empty()) {  // the reply plays, then the caller speaks
+          const Reply& prev = mine.back();
+          std::this_thread::sleep_until(prev.first_at + std::chrono::duration_cast<Clock::duration>(
+                                                            std::chrono::duration<double>(prev.audio_s + kCallerTurnS)));
+        }
         try {
           mine.push_back(speak_one(sessions[static_cast<std::size_t>(c)], t));
         } catch (const Error& e) {
@@ -193,16 +215,19 @@ Json run_tts_phase(const TtsBenchSpec& spec, int cores) {
   out["workers"] = workers;
   out["cores"] = cores;
   out["reply"] = spec.reply;
+  out["fast_start"] = spec.fast_start;
+  SpeechConfig session;
+  session.fast_start = spec.fast_start;
 
   // Warm-up: each worker's first runs size ONNX Runtime's arena (not counted).
-  run_clients(engine, workers, [&](int) { return std::vector<std::string>(2, spec.reply); });
+  run_clients(engine, session, workers, [&](int) { return std::vector<std::string>(2, spec.reply); });
 
   const ClientsResult alone =
-      run_clients(engine, 1, [&](int) { return std::vector<std::string>(static_cast<std::size_t>(spec.requests_per_client), spec.reply); });
+      run_clients(engine, session, 1, [&](int) { return std::vector<std::string>(static_cast<std::size_t>(spec.requests_per_client), spec.reply); });
   out["alone"] = clients_json(alone, 1);
 
   const ModelStats before = engine.stats().model("tts");
-  const ClientsResult loaded = run_clients(engine, spec.concurrency, [&](int) {
+  const ClientsResult loaded = run_clients(engine, session, spec.concurrency, [&](int) {
     return std::vector<std::string>(static_cast<std::size_t>(spec.requests_per_client), spec.reply);
   });
   out["concurrent"] = clients_json(loaded, workers);
@@ -212,15 +237,27 @@ Json run_tts_phase(const TtsBenchSpec& spec, int cores) {
 
   // Bursts: every client speaks at the same moment, as callers who all finish their turn at once.
   const ClientsResult bursts = run_clients(
-      engine, spec.concurrency,
+      engine, session, spec.concurrency,
       [&](int) { return std::vector<std::string>(static_cast<std::size_t>(spec.requests_per_client), spec.reply); },
-      /*burst=*/true);
+      Pacing::kBurst);
   out["burst"] = clients_json(bursts, workers);
   out["burst"]["clients"] = spec.concurrency;
 
+  // Conversations: each client plays its reply, then the caller speaks for kCallerTurnS before
+  // the next one; the clients start spread over one such turn (voice agents on the phone).
+  double reply_audio_s = 0;
+  for (const Reply& r : alone.replies) reply_audio_s += r.audio_s / static_cast<double>(alone.replies.size());
+  const ClientsResult talks = run_clients(
+      engine, session, spec.concurrency,
+      [&](int) { return std::vector<std::string>(static_cast<std::size_t>(spec.requests_per_client), spec.reply); },
+      Pacing::kConversation, reply_audio_s + kCallerTurnS);
+  out["conversation"] = clients_json(talks, workers);
+  out["conversation"]["clients"] = spec.concurrency;
+  out["conversation"]["caller_turn_s"] = kCallerTurnS;
+
   if (!spec.corpus.empty()) {
     const std::vector<std::string> texts = read_corpus(spec.corpus);
-    const ClientsResult t = run_clients(engine, spec.concurrency, [&](int c) {
+    const ClientsResult t = run_clients(engine, session, spec.concurrency, [&](int c) {
       std::vector<std::string> mine;
       for (std::size_t i = static_cast<std::size_t>(c); i < texts.size(); i += static_cast<std::size_t>(spec.concurrency)) {
         mine.push_back(texts[i]);

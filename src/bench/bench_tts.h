@@ -11,6 +11,9 @@
 //              the first audio), and the audio made per second per worker (x real time per core);
 //   burst      the same clients, each round all starting a reply at the same moment (callers who all
 //              finish their turn at once: the worst case for the last of them);
+//   conversation the same clients as phone calls: each plays its reply (from its first audio on),
+//              then its caller speaks for 1 s, then the next reply; the clients start spread over
+//              one such turn. What a voice agent's callers hear;
 //   throughput (--tts-corpus FILE, one text per line) the texts spread over the clients, as fast as
 //              the engine takes them: seconds of audio per second of wall time, for comparison
 //              with piper-tts on the same texts (tools/piper/tts_throughput_ab.py).
@@ -29,6 +32,7 @@ struct TtsBenchSpec {
   int requests_per_client = 5;
   int workers = 0;          // TTS workers; 0: one per core
   std::string corpus;       // throughput phase: a text file, one text per line ("" skips it)
+  bool fast_start = true;   // SpeechConfig::fast_start of every client's session
   std::string reply = "Sure, I can help with that. Your appointment is confirmed for Monday at two in the afternoon.";
 };
 

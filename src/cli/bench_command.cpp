@@ -75,6 +75,10 @@ Command add_bench_command(CLI::App& app) {
   app.add_option("--tts-requests", o->tts_requests, "Replies per client in the TTS phase")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
+  app.add_option("--tts-fast-start", o->tts_fast_start,
+                 "Speech sessions synthesise the first clause of a reply alone (SpeechConfig::fast_start)")
+      ->capture_default_str();
+  app.add_option("--tts-reply", o->tts_reply, "The reply the TTS phases speak (default: a two-sentence reply)");
   app.add_option("--tts-workers", o->tts_workers, "TTS workers (0: one per core)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));

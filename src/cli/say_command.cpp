@@ -33,6 +33,7 @@ struct SayOptions {
   std::optional<float> noise_w_scale;
   std::optional<int> speaker;
   float volume = 1.0f;
+  bool fast_start = false;  // a file is written whole: Piper's sentences exactly, unless asked
   bool quiet = false;
 };
 
@@ -136,6 +137,7 @@ int run_say(const SayOptions& o) {
   sc.noise_w_scale = o.noise_w_scale;
   sc.speaker_id = o.speaker;
   sc.volume = o.volume;
+  sc.fast_start = o.fast_start;
   Speech speech = engine.open_speech(sc);
   const auto t_loaded = std::chrono::steady_clock::now();
   const std::uint32_t id = speech.speak(text);  // bad text: Error(kInvalidArgument), no file made
@@ -211,6 +213,9 @@ Command add_say_command(CLI::App& app) {
   app.add_option("--noise-w-scale", o->noise_w_scale, "Duration noise; default: the voice's");
   app.add_option("--speaker", o->speaker, "Speaker id of a multi-speaker voice");
   app.add_option("--volume", o->volume, "Volume after Piper's peak normalisation, 0 to 10")->capture_default_str();
+  app.add_flag("--fast-start", o->fast_start,
+               "Synthesise the first sentence's first clause alone, so that streamed audio (-o -) starts sooner; "
+               "off: every chunk a whole sentence, Piper's audio exactly");
   app.add_flag("-q,--quiet", o->quiet, "No summary line on stderr");
   return [o] { return run_say(*o); };
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "brisvox/error.h"
@@ -22,6 +23,17 @@ float number_of(const std::string& key, const Json& v) {
   const double d = v.get<double>();
   if (!std::isfinite(d)) fail(fmt::format("\"{}\" must be finite", key));
   return static_cast<float>(d);
+}
+
+bool bool_of(const std::string& key, const Json& v) {
+  if (!v.is_boolean()) fail(fmt::format("\"{}\" must be true or false", key));
+  return v.get<bool>();
+}
+
+bool query_bool(const std::string& key, const std::string& value) {
+  if (value == "1" || value == "true") return true;
+  if (value == "0" || value == "false") return false;
+  fail(fmt::format("query key '{}' must be 1, 0, true or false, got '{}'", key, value));
 }
 
 int int_of(const std::string& key, const Json& v, int lo, int hi) {
@@ -81,6 +93,7 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
   if (!j.is_object()) fail("the body must be a JSON object such as {\"text\": \"Hello.\"}");
   TtsHttpRequest r;
   bool has_text = false;
+  std::optional<bool> fast_start;
   for (const auto& [key, v] : j.items()) {
     if (key == "text") {
       if (!v.is_string()) fail("\"text\" must be a string");
@@ -104,13 +117,18 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
       r.options.speech.speaker_id = int_of(key, v, 0, 1 << 20);
     } else if (key == "volume") {
       r.options.speech.volume = number_of(key, v);
+    } else if (key == "fast_start") {
+      fast_start = bool_of(key, v);
     } else {
       fail(fmt::format("unknown key \"{}\" (text, voice, sample_rate, format, length_scale, noise_scale, "
-                       "noise_w_scale, speaker_id, volume)",
+                       "noise_w_scale, speaker_id, volume, fast_start)",
                        key));
     }
   }
   if (!has_text) fail("the body has no \"text\"");
+  // A WAV answer is sent whole: Piper's sentences exactly. Chunked raw audio is streamed: the
+  // first clause alone, so that the first bytes come sooner.
+  r.options.speech.fast_start = fast_start.value_or(r.options.raw);
   return r;
 }
 
@@ -131,11 +149,13 @@ TtsOptions parse_tts_query(std::string_view query) {
       o.speech.speaker_id = query_int(key, value, 0, 1 << 20);
     } else if (key == "volume") {
       o.speech.volume = query_number(key, value);
+    } else if (key == "fast_start") {
+      o.speech.fast_start = query_bool(key, value);
     } else if (key == "tag") {
       o.tag = parse_tag(value);
     } else if (key != "token") {
       fail(fmt::format("unknown query key '{}' (voice, sample_rate, length_scale, noise_scale, noise_w_scale, "
-                       "speaker_id, volume, tag, token)",
+                       "speaker_id, volume, fast_start, tag, token)",
                        key));
     }
   }

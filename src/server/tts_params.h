@@ -38,10 +38,11 @@ struct TtsHttpRequest {
 };
 
 // POST /v1/tts: {"text": "...", "voice", "sample_rate", "format": "wav"|"raw", "length_scale",
-// "noise_scale", "noise_w_scale", "speaker_id", "volume"}; "text" is required.
+// "noise_scale", "noise_w_scale", "speaker_id", "volume", "fast_start": true|false}; "text" is
+// required. fast_start defaults to true for "raw" (streamed) and false for "wav" (sent whole).
 TtsHttpRequest parse_tts_body(std::string_view body);
 // WebSocket /v1/tts?voice=&sample_rate=&length_scale=&noise_scale=&noise_w_scale=&speaker_id=
-// &volume=&tag= (and token=, checked elsewhere).
+// &volume=&fast_start=1|0&tag= (and token=, checked elsewhere).
 TtsOptions parse_tts_query(std::string_view query);
 
 // Messages a client sends on the WebSocket: {"type":"speak","text":"..."}, {"type":"cancel"},

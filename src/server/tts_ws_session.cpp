@@ -99,6 +99,7 @@ void TtsWsSession::on_accept(beast::error_code ec) {
   if (s.noise_w_scale) c["noise_w_scale"] = *s.noise_w_scale;
   if (s.speaker_id) c["speaker_id"] = *s.speaker_id;
   c["volume"] = s.volume;
+  c["fast_start"] = s.fast_start;
   j["config"] = c;
   if (!options_.tag.empty()) j["tag"] = options_.tag;
   j["limits"] = {{"max_text_bytes", speech_.max_text_bytes()},

@@ -56,8 +56,9 @@ SpeechConfig deterministic() {
   return c;
 }
 
-// The model layer's audio for `text`, sentence by sentence.
-std::vector<std::vector<float>> reference_audio(const std::string& text, int rate_hz = 0) {
+// The model layer's audio for `text`, chunk by chunk (with fast_start, SpeechConfig's default,
+// the first sentence's first clause is a chunk of its own).
+std::vector<std::vector<float>> reference_audio(const std::string& text, int rate_hz = 0, bool fast_start = true) {
   static PiperTts tts([] {
     PiperTtsConfig c;
     c.model_path = voice_path();
@@ -68,6 +69,7 @@ std::vector<std::vector<float>> reference_audio(const std::string& text, int rat
   r.noise_scale = 0.0f;
   r.noise_w_scale = 0.0f;
   r.output_rate_hz = rate_hz;
+  r.fast_start = fast_start;
   PiperSynthesis s = tts.start(r);
   std::vector<std::vector<float>> out;
   PiperChunk c;
@@ -182,14 +184,15 @@ TEST(TtsEngine, AudioEqualsTheModelLayerSentenceBySentence) {
   const auto want = reference_audio(kThreeSentences);
   expect_same_audio(h.audio[id], want);
 
-  // The events describe the audio: consecutive pieces, sentence indices and counts, the length.
+  // The events describe the audio: consecutive pieces, chunk indices and counts (the first
+  // sentence's first clause, "Sure,", is a chunk of its own), the length.
   std::size_t total = 0;
   double at_s = 0.0;
   for (const Event& e : h.events) {
     if (e.type != EventType::kTtsAudio) continue;
     EXPECT_EQ(e.payload, PayloadStatus::kAttached);
     EXPECT_EQ(e.speech.utterance_id, id);
-    EXPECT_EQ(e.speech.sentence_count, 3u);
+    EXPECT_EQ(e.speech.sentence_count, 4u);
     EXPECT_NEAR(e.start_s, at_s, 1e-9);
     at_s = e.end_s;
     total += e.payload_bytes / sizeof(float);
@@ -198,9 +201,21 @@ TEST(TtsEngine, AudioEqualsTheModelLayerSentenceBySentence) {
   for (const auto& w : want) want_total += w.size();
   EXPECT_EQ(total, want_total);
   const Event& end = h.terminal[id];
-  EXPECT_EQ(end.speech.sentence_index, 3u);
-  EXPECT_EQ(end.speech.sentence_count, 3u);
+  EXPECT_EQ(end.speech.sentence_index, 4u);
+  EXPECT_EQ(end.speech.sentence_count, 4u);
   EXPECT_NEAR(end.end_s, static_cast<double>(want_total) / 22050.0, 1e-9);
+}
+
+TEST(TtsEngine, WithoutFastStartEveryChunkIsASentence) {
+  SpeechConfig c = deterministic();
+  c.fast_start = false;
+  Speech s = shared_engine().open_speech(c);
+  const std::uint32_t id = s.speak(kThreeSentences);
+  Heard h;
+  ASSERT_TRUE(listen(s, h, [&](const Heard& x) { return x.ended(id); }));
+  ASSERT_EQ(h.terminal[id].type, EventType::kTtsEnd) << s.last_error();
+  expect_same_audio(h.audio[id], reference_audio(kThreeSentences, 0, false));
+  EXPECT_EQ(h.terminal[id].speech.sentence_count, 3u);
 }
 
 TEST(TtsEngine, ResampledAudioEqualsTheModelLayersAtThatRate) {
@@ -294,8 +309,8 @@ TEST(TtsEngine, AFirstSentenceGoesBeforeOtherRepliesLaterSentences) {
   // One worker, three sessions in the middle of long replies (their later sentences queued one
   // behind another), then a fourth session speaks: its first sentence is synthesised after the
   // run in flight, not behind the three queued continuations (served in turn, it would wait for
-  // all three). The continuations may wait: each has half of its previous sentence's audio
-  // (about 1.5 s here) to spare, and three runs take about 0.7 s.
+  // all three). The continuations may wait: each client has the audio made so far to play
+  // (about 3 s here) less twice its next run (about 0.4 s), and three runs take about 0.7 s.
   Engine engine(tts_engine_config(1));
   std::mutex mu;
   std::vector<int> deliveries;  // the session of each delivery in order; -1: the fourth's speak()

@@ -46,13 +46,14 @@ class Context:
         self.bare = None
         self._say = {}
 
-    def say_pcm(self, text, rate=0):
+    def say_pcm(self, text, rate=0, fast_start=False):
         """`brisvox say` on the same text: its samples (int16), the reference for the server."""
-        key = (text, rate)
+        key = (text, rate, fast_start)
         if key not in self._say:
             out = os.path.join(self.tmp, f"say{len(self._say)}.wav")
             subprocess.run([self.args.brisvox, "say", "-q", "--voice", self.args.voice, "--noise-scale", "0",
-                            "--noise-w-scale", "0", "--rate", str(rate), "-o", out, text], check=True, timeout=60)
+                            "--noise-w-scale", "0", "--rate", str(rate), "-o", out, text]
+                           + (["--fast-start"] if fast_start else []), check=True, timeout=60)
             with wave.open(out, "rb") as w:
                 self._say[key] = (w.getframerate(), w.readframes(w.getnframes()))
         return self._say[key]
@@ -165,8 +166,8 @@ async def test_post_raw_is_chunked_and_starts_before_the_end(c):
     assert runs_at_first < 10, f"{runs_at_first} of 10 sentences were synthesised before the first audio came"
     rest = r.read()
     pcm = first + rest
-    # The same samples as the WAV answer to the same request.
-    status, _, wav = post(c.server, {"text": LONG, **DETERMINISTIC})
+    # The same samples as the WAV answer to the same request (raw streams with fast_start on).
+    status, _, wav = post(c.server, {"text": LONG, "fast_start": True, **DETERMINISTIC})
     assert status == 200
     assert pcm == wav_frames(wav)[1], f"{len(pcm)} vs {len(wav_frames(wav)[1])} bytes"
     # Keep-alive: the connection serves the next request.
@@ -190,6 +191,8 @@ async def test_post_bad_input(c):
     msg = error_of(*post(s, {"txt": "typo"})[::2], 400, "bad_request")
     assert '"txt"' in msg, msg
     msg = error_of(*post(s, {"text": "Hi.", "format": "mp3"})[::2], 400, "bad_request")
+    msg = error_of(*post(s, {"text": "Hi.", "fast_start": "yes"})[::2], 400, "bad_request")
+    assert '"fast_start" must be true or false' in msg, msg
     msg = error_of(*post(s, {"text": "Hi.", "sample_rate": 44100})[::2], 400, "invalid_argument")
     assert "44100" in msg, msg
     msg = error_of(*post(s, {"text": "Hi.", "voice": "someone-else"})[::2], 404, "unknown_voice")
@@ -240,15 +243,23 @@ async def test_ws_speaks_in_order_and_equals_post(c):
     ready = await recv(ws)
     assert ready["type"] == "ready" and ready["config"]["sample_rate"] == 22050, ready
     assert ready["config"]["encoding"] == "pcm_s16le" and ready["limits"]["max_text_bytes"] == 20000, ready
+    assert ready["config"]["fast_start"] is True, ready
     u1, pcm1, m1 = await speak_and_collect(ws, REPLY)
-    assert u1 == 1 and m1[-1]["type"] == "done" and m1[-1]["sentences"] == 2, m1
+    # fast_start: "Sure," alone, then the rest of the first sentence, then the second sentence.
+    assert u1 == 1 and m1[-1]["type"] == "done" and m1[-1]["sentences"] == 3, m1
     audio = [m for m in m1 if m["type"] == "audio"]
     assert [a["sentence"] for a in audio] == sorted(a["sentence"] for a in audio) and audio[0]["start"] == 0
     assert abs(m1[-1]["duration"] - len(pcm1) / 2 / 22050) < 1e-6
-    assert pcm1 == c.say_pcm(REPLY)[1], f"{len(pcm1)} bytes"
+    assert pcm1 == c.say_pcm(REPLY, fast_start=True)[1], f"{len(pcm1)} bytes"
     u2, pcm2, _ = await speak_and_collect(ws, "A second one.")
     assert u2 == 2 and pcm2 == c.say_pcm("A second one.")[1]
     await ws.send(json.dumps({"type": "close"}))
+    # fast_start=0: every chunk a whole sentence, the WAV answer's samples.
+    ws0 = await connect(c.server, "noise_scale=0&noise_w_scale=0&fast_start=0")
+    assert (await recv(ws0))["config"]["fast_start"] is False
+    _, pcm0, m0 = await speak_and_collect(ws0, REPLY)
+    assert m0[-1]["sentences"] == 2 and pcm0 == c.say_pcm(REPLY)[1], m0[-1]
+    await ws0.close()
     try:
         while True:
             await recv(ws, 10)

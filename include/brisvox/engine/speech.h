@@ -29,7 +29,8 @@
 // the reader reading (poll, read_payload) wakes it. A reader that stops reading stops synthesis;
 // nothing is dropped. A sentence longer than half the channel comes as several kTtsAudio pieces.
 //
-// Events (events.h), each with `speech` = {utterance_id, sentence_index, sentence_count}:
+// Events (events.h), each with `speech` = {utterance_id, sentence_index, sentence_count} (chunks:
+// whole sentences, except the first sentence's two parts with SpeechConfig::fast_start):
 //   kTtsAudio      a piece of one sentence: payload float32 mono at sample_rate_hz(), in [-1, 1];
 //                  start_s / end_s: where the piece lies in the utterance's audio
 //   kTtsEnd        the utterance's last audio was delivered; end_s = its length in seconds
@@ -80,6 +81,11 @@ struct SpeechConfig {
   std::optional<float> noise_w_scale;
   std::optional<int> speaker_id;      // multi-speaker voices
   float volume = 1.0f;                // after Piper's peak normalisation; 0 to 10
+  // The first sentence of each utterance comes as two chunks: its first clause (up to the first
+  // ',', ';' or ':'), synthesised alone, then the rest (PiperRequest::fast_start). The first
+  // audio then costs one clause's model run instead of one sentence's; sentence_index and
+  // sentence_count count chunks. false: every chunk a whole sentence, Piper's audio exactly.
+  bool fast_start = true;
   // Bytes of audio the session holds for its reader: synthesis waits while they are full. A
   // sentence's audio comes in pieces of at most half of it. 0: 512 KiB (about 6 s at 22050 Hz).
   // Otherwise 16384 to 268435456.

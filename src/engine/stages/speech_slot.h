@@ -94,6 +94,7 @@ struct SpeechSlot : PoolJob {
   std::uint64_t delivered_samples = 0;
   std::uint16_t delivered_sentences = 0;
   std::uint64_t utterance_samples = 0;   // samples made so far for the current utterance
+  std::int64_t first_audio_ns = 0;       // when the current utterance's first chunk was made
   std::int64_t step_ready_ns = 0;        // when the next sentence became ready (its queue delay's start)
   bool retired = false;
 

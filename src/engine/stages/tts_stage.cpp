@@ -71,6 +71,7 @@ std::int64_t TtsAdapter::prepare(SpeechSlot& s, std::size_t /*row*/) {
 
 void TtsAdapter::run(int /*key*/, std::size_t /*rows*/) {
   SpeechSlot& s = *staged_;
+  run_began_ns_ = now_ns();
   try {
     if (!tts_.next(s.current->synthesis, chunk_)) {
       throw Error(ErrorCode::kInternal, "a synthesis without a sentence left was staged");
@@ -85,7 +86,6 @@ void TtsAdapter::run(int /*key*/, std::size_t /*rows*/) {
 
 bool TtsAdapter::complete(SpeechSlot& s, const Completion& c) {
   staged_ = nullptr;
-  std::int64_t made_ns = 0;  // the audio of the sentence just made
   if (c.failure != nullptr) {
     const PiperSynthesis& syn = s.current->synthesis;
     // next() leaves the synthesis where it was when the run fails: sentences_done() is the one that failed.
@@ -96,7 +96,14 @@ bool TtsAdapter::complete(SpeechSlot& s, const Completion& c) {
     s.current.reset();
   } else {
     const bool last = chunk_.last;
-    made_ns = static_cast<std::int64_t>(s.seconds(chunk_.samples.size()) * 1e9);
+    const std::int64_t run_ns = now_ns() - run_began_ns_;
+    if (!chunk_.phoneme_ids.empty()) {
+      const double per_id = static_cast<double>(run_ns) / static_cast<double>(chunk_.phoneme_ids.size());
+      run_ns_per_id_ += 0.2 * (per_id - run_ns_per_id_);
+    }
+    // The longest recent run: what a continuation that becomes due may find in progress.
+    longest_run_ns_ = std::max(run_ns, longest_run_ns_ - longest_run_ns_ / 8);
+    if (chunk_.sentence_index == 0) s.first_audio_ns = now_ns();
     queue_sentence(s, chunk_);
     if (last) {
       queue_terminal(s, EventType::kTtsEnd, s.current->utterance, s.current->synthesis.sentence_count());
@@ -106,12 +113,18 @@ bool TtsAdapter::complete(SpeechSlot& s, const Completion& c) {
   // A cancel that came during the run discards the sentence it made (it is not delivered).
   apply_cancel(s);
   const bool more = deliver(s) && has_work(s);
-  if (more) s.step_ready_ns = now_ns();
-  // The client plays the sentence just made while the next one is synthesised: the next may wait
-  // for half of it behind other sessions' first sentences (in time while synthesis runs at 2x
-  // real time or better; it runs at ~10x per core).
-  next_step(s, made_ns / 2);
+  const std::int64_t now = now_ns();
+  if (more) s.step_ready_ns = now;
+  // The client plays what was made while the next chunk is synthesised: the next may wait behind
+  // other sessions' first sentences for as long as that audio lasts, less its own run time.
+  next_step(s, s.current.has_value() ? continuation_slack_ns(s, now) : 0);
   return more;
+}
+
+std::int64_t TtsAdapter::continuation_slack_ns(const SpeechSlot& s, std::int64_t now) const {
+  const auto played_until = s.first_audio_ns + static_cast<std::int64_t>(s.seconds(s.utterance_samples) * 1e9);
+  const auto next_run = static_cast<std::int64_t>(run_ns_per_id_ * static_cast<double>(s.current->synthesis.next_phoneme_ids()));
+  return std::max<std::int64_t>(0, played_until - now - next_run - longest_run_ns_);
 }
 
 void TtsAdapter::next_step(SpeechSlot& s, std::int64_t defer_ns) {
@@ -357,6 +370,7 @@ std::shared_ptr<SpeechSlot> TtsPool::open(const SpeechConfig& config, std::uint6
   options.speaker_id = config.speaker_id;
   options.output_rate_hz = config.sample_rate_hz;
   options.volume = config.volume;
+  options.fast_start = config.fast_start;
   check_piper_options(options, voice());
   const int most = spec().max_pending;
   if (shared_->open_sessions.fetch_add(1, std::memory_order_relaxed) >= most) {

@@ -12,9 +12,11 @@
 //               sentence, delivers what fits, and returns true while the session has more to do,
 //               so the pool queues it again behind the other sessions of the worker: concurrent
 //               utterances interleave sentence by sentence. A session's next step is keyed
-//               kTtsStartKey (a first sentence) or kTtsContinueKey (a later one, which may wait half
-//               the audio of the sentence before it: PoolJob::defer_ns), so first sentences, the
-//               time to first audio, do not queue behind other replies' later sentences.
+//               kTtsStartKey (a first sentence) or kTtsContinueKey (a later one, which may wait
+//               while its client still has audio to play: PoolJob::defer_ns, until the moment the
+//               client would run dry less the chunk's expected run and the longest recent run),
+//               so first sentences, the time to first audio, do not queue behind other replies'
+//               later sentences, and a continuation about to run dry goes before them.
 // max_batch is 1: on CPU a batch of sentences costs as much per sentence as single runs
 // (docs/PERFORMANCE.md), so concurrency comes from the workers (one per core by default).
 //
@@ -85,6 +87,10 @@ class TtsAdapter {
   bool has_work(SpeechSlot& s);
   // Sets the session's key and defer_ns for its next step (worker thread, between steps).
   void next_step(SpeechSlot& s, std::int64_t defer_ns);
+  // How long the session's next chunk may wait: until its client, playing since the first audio,
+  // would run dry, less the chunk's expected run and the longest recent run (another session's,
+  // which may be in progress when it becomes due).
+  std::int64_t continuation_slack_ns(const SpeechSlot& s, std::int64_t now) const;
   void retire(SpeechSlot& s);
 
   PiperTts tts_;
@@ -93,6 +99,11 @@ class TtsAdapter {
   std::atomic<std::size_t> sessions_{0};
   SpeechSlot* staged_ = nullptr;  // the batch's one row
   PiperChunk chunk_;              // the run's sentence
+  // A model run's time per phoneme id on this worker, learned from its runs (a moving average;
+  // the start value is a long sentence's on one core of the development machine).
+  double run_ns_per_id_ = 2.3e6;
+  std::int64_t longest_run_ns_ = 0;  // decays by 1/8 per run
+  std::int64_t run_began_ns_ = 0;
   std::vector<std::shared_ptr<SpeechSlot>> retired_;  // worker thread only
 };
 

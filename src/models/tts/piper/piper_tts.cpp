@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "brisvox/audio/resampler.h"
 #include "brisvox/error.h"
@@ -29,6 +30,27 @@ void finish_audio(std::vector<float>& audio, bool normalize, float volume) {
     }
   }
   for (float& x : audio) x = std::clamp(x * volume, -1.0f, 1.0f);
+}
+
+// VOICE.conv2d.onnx beside VOICE.onnx, when it is there and not older (a voice replaced since
+// the rewrite was made must not run the old one); else the voice itself.
+std::string runtime_model_path(const PiperTtsConfig& config) {
+  namespace fs = std::filesystem;
+  if (!config.use_conv2d_rewrite || config.max_batch > 1) return config.model_path;
+  const fs::path voice(config.model_path);
+  if (voice.extension() != ".onnx") return config.model_path;
+  const fs::path rewrite = fs::path(voice).replace_extension(".conv2d.onnx");
+  std::error_code ec;
+  if (!fs::is_regular_file(rewrite, ec) || !fs::is_regular_file(voice, ec)) return config.model_path;
+  const auto rewrite_time = fs::last_write_time(rewrite, ec);
+  if (ec) return config.model_path;
+  const auto voice_time = fs::last_write_time(voice, ec);
+  if (ec || rewrite_time < voice_time) {
+    detail::log(LogLevel::kWarn, "'{}' is older than the voice '{}': running the voice itself (make the rewrite "
+                "again with tools/piper/conv2d_rewrite.py)", rewrite.string(), config.model_path);
+    return config.model_path;
+  }
+  return rewrite.string();
 }
 
 }  // namespace
@@ -57,7 +79,7 @@ PiperTts::PiperTts(const PiperTtsConfig& config) {
   pc.timeout_ms = config.espeak_timeout_ms;
   pc.vowel_clusters = voice.vowel_clusters;
   PiperVitsConfig vc;
-  vc.model_path = config.model_path;
+  vc.model_path = runtime_model_path(config);
   vc.max_batch = config.max_batch;
   vc.max_phoneme_ids = config.max_phoneme_ids;
   vc.hop_length = voice.hop_length;
@@ -104,6 +126,23 @@ PiperScales scales_of(const PiperRequest& request, const PiperVoiceConfig& voice
   return sc;
 }
 
+// Where fast_start cuts the first sentence: after its first clause terminator (',' ';' ':', with
+// the space espeak-ng's next clause starts with), when a phoneme other than a space follows.
+// These are the phonemes Piper gives each of the two clauses phonemized alone. 0: no cut.
+std::size_t first_clause_end(const PhonemeSentence& phonemes) {
+  for (std::size_t i = 0; i + 1 < phonemes.size(); ++i) {
+    const std::string& p = phonemes[i];
+    if (p != "," && p != ";" && p != ":") continue;
+    std::size_t end = i + 1;
+    if (phonemes[end] == " ") ++end;
+    for (std::size_t k = end; k < phonemes.size(); ++k) {
+      if (phonemes[k] != " ") return end;
+    }
+    return 0;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void check_piper_options(const PiperRequest& request, const PiperVoiceConfig& voice) {
@@ -144,20 +183,31 @@ PiperSynthesis PiperTts::start(const PiperRequest& request) {
   s.normalize_ = request.normalize;
   s.volume_ = request.volume;
 
-  const auto sentences = m.phonemizer.phonemize(request.text);
+  auto sentences = m.phonemizer.phonemize(request.text);
+  std::size_t split_at = 0;  // fast_start: sentences[0] and [1] are the first sentence's two parts
+  if (request.fast_start && !sentences.empty()) {
+    split_at = first_clause_end(sentences[0]);
+    if (split_at > 0) {
+      PhonemeSentence rest(sentences[0].begin() + static_cast<std::ptrdiff_t>(split_at), sentences[0].end());
+      sentences[0].resize(split_at);
+      sentences.insert(sentences.begin() + 1, std::move(rest));
+    }
+  }
   for (std::size_t i = 0; i < sentences.size(); ++i) {
+    const std::size_t number = split_at > 0 && i > 0 ? i : i + 1;  // of the sentence in the text, from 1
     PhonemeIds ids = phonemes_to_ids(sentences[i], m.voice);
     if (ids.ids.size() > static_cast<std::size_t>(m.config.max_phoneme_ids)) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("sentence {} has {} phoneme ids, more than the {} one model run takes; end it with . ? or "
                               "! somewhere",
-                              i + 1, ids.ids.size(), m.config.max_phoneme_ids));
+                              number, ids.ids.size(), m.config.max_phoneme_ids));
     }
     if (!ids.missing.empty()) {
       detail::log(LogLevel::kWarn, "Piper voice '{}' has no id for {} phoneme(s) of sentence {} (first: '{}'); left out",
-                  m.config.model_path, ids.missing.size(), i + 1, ids.missing.front());
+                  m.config.model_path, ids.missing.size(), number, ids.missing.front());
     }
-    s.sentences_.push_back({sentences[i], std::move(ids.ids), std::move(ids.missing)});
+    const bool ends_sentence = !(split_at > 0 && i == 0);
+    s.sentences_.push_back({sentences[i], std::move(ids.ids), std::move(ids.missing), ends_sentence});
   }
   return s;
 }
@@ -194,6 +244,7 @@ bool PiperTts::next(PiperSynthesis& s, PiperChunk& chunk) {
       c.sentence_index = index;
       c.sentence_count = s.sentences_.size();
       c.last = index + 1 == s.sentences_.size();
+      c.ends_sentence = sentence.ends_sentence;
       c.phonemes = std::move(sentence.phonemes);
       c.phoneme_ids = std::move(sentence.ids);
       c.missing_phonemes = std::move(sentence.missing);
