@@ -7,7 +7,8 @@ one run (docs/PERFORMANCE.md, "Text-to-speech on the engine").
         --corpus tests/data/tts/piper_sentences.txt
 
 Each round runs, one after another:
-  brisvox    `brisvox bench --tts-voice VOICE --tts-corpus CORPUS` (its throughput phase: the texts
+  brisvox    `brisvox bench --tts-voice VOICE --tts-corpus CORPUS --tts-fast-start 0` (its
+             throughput phase, every chunk a whole sentence as in piper-tts: the texts
              spread over 8 speech sessions, the engine's TTS workers, one per core, one intra-op
              thread each);
   piper-tts  PiperVoice.synthesize() over every text, one after another (one voice, one request at
@@ -83,7 +84,7 @@ def piper_two_processes(texts):
 
 def brisvox_run(brisvox, corpus):
     out = subprocess.run([brisvox, "bench", "--skip-load", "--skip-latency", "--skip-baseline", "--tts-voice", str(VOICE),
-                          "--tts-corpus", str(corpus), "--tts-requests", "1", "--json"],
+                          "--tts-corpus", str(corpus), "--tts-requests", "1", "--tts-fast-start", "0", "--json"],
                          check=True, capture_output=True, text=True, timeout=600).stdout
     t = json.loads(out)["phases"]["tts"]
     return t["throughput"]["audio_s"], t["throughput"]["wall_s"], t["workers"]
