@@ -62,18 +62,19 @@ _engines: dict = {}
 _engines_lock = _threading.Lock()
 
 
-def shared_engine(vad_model: str = "v6", turn_model: "str | None" = None) -> Engine:
-    """The process-wide Engine for these models, created on first use (thread-safe).
+def shared_engine(vad_model: str = "v6", turn_model: "str | None" = None, vad_gather_wait_us: int = -1) -> Engine:
+    """The process-wide Engine for these models and gather wait, created on first use (thread-safe).
 
-    Every caller asking for the same models gets the same engine, so that all the streams of a
-    process share its workers and batches (the Pipecat analyzers use it). For other settings,
-    make an Engine of your own.
+    Every caller asking for the same settings gets the same engine, so that all the streams of a
+    process share its workers and batches (the Pipecat analyzers and brisvox.livekit use it).
+    vad_gather_wait_us: Engine's (-1: its default). For other settings, make an Engine of your own.
     """
-    key = (vad_model, turn_model)
+    key = (vad_model, turn_model, vad_gather_wait_us)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
-            engine = _engines[key] = Engine(vad_model=vad_model, turn_model=turn_model)
+            engine = _engines[key] = Engine(vad_model=vad_model, turn_model=turn_model,
+                                            vad_gather_wait_us=vad_gather_wait_us)
         return engine
 
 
