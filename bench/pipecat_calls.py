@@ -44,7 +44,7 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def child(analyzer_name: str, calls: int, seconds: float) -> dict:
+def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1) -> dict:
     import numpy as np
     from loguru import logger
     from pipecat.audio.vad.vad_analyzer import VADAnalyzer
@@ -64,7 +64,13 @@ def child(analyzer_name: str, calls: int, seconds: float) -> dict:
             return 0.0
 
     if analyzer_name == "brisvox":
-        from brisvox.pipecat import BrisvoxVADAnalyzer as make
+        import brisvox
+        from brisvox.pipecat import BrisvoxVADAnalyzer
+
+        engine = brisvox.shared_engine("v6", vad_gather_wait_us=gather_us)
+
+        def make():
+            return BrisvoxVADAnalyzer(engine=engine)
     elif analyzer_name == "silero":
         from pipecat.audio.vad.silero import SileroVADAnalyzer as make
     else:
@@ -100,7 +106,8 @@ def child(analyzer_name: str, calls: int, seconds: float) -> dict:
 
 
 def run_child(name: str, args) -> dict:
-    cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds)]
+    cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
+           "--vad-gather-us", str(args.vad_gather_us)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -110,10 +117,12 @@ def main():
     p.add_argument("--calls", type=int, default=100)
     p.add_argument("--seconds", type=float, default=28.0, help="audio per call (real time)")
     p.add_argument("--save", help="write the three runs' raw results (JSON) here")
+    p.add_argument("--vad-gather-us", type=int, default=-1,
+                   help="the brisvox engine's vad_gather_wait_us (-1: its default, 2000)")
     p.add_argument("--child", choices=["brisvox", "silero", "null"], help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.calls, args.seconds)))
+        print(json.dumps(child(args.child, args.calls, args.seconds, args.vad_gather_us)))
         return
 
     from pipecat_harness import match_transitions
