@@ -142,7 +142,12 @@ def write_brisvox(w, tokens, ct2_config, vocab_path, out_dir, weights="float32")
     for name, model in (("encoder.onnx", whisper_onnx.brisvox_encoder(w)),
                         ("decoder.onnx", whisper_onnx.brisvox_decoder(w))):
         if weights == "int8":
-            weight_quant.quantize_linear_layers(model)
+            # The encoder's 1500-row products are compute-bound (per-column int8, dynamic
+            # activations); a decoder step is memory-bound (8-bit blocks): weight_quant.py.
+            if name == "encoder.onnx":
+                weight_quant.quantize_linear_layers_dynamic(model)
+            else:
+                weight_quant.quantize_linear_layers(model)
         whisper_onnx.save(model, os.path.join(out_dir, name))
     vocab = read_vocabulary(vocab_path)
     cfg = brisvox_config(w, tokens, ct2_config, len(vocab))
