@@ -241,7 +241,7 @@ TEST(WhisperParity, SherpaAndOptimumLayoutsDecodeTheSameTokens) {
   }
 }
 
-// tiny.en-int8 (the same weights, linear layers as 8-bit blocks: tools/whisper/weight_quant.py)
+// tiny.en-int8 (the same weights, linear layers as int8: tools/whisper/weight_quant.py)
 // against faster-whisper's float32 goldens, full window: quantisation may move a token whose
 // logit gap is small (punctuation, mostly), so the bar is WER within 0.5 points of
 // faster-whisper's on the published transcripts and >= 90 % identical text, and silence stays
