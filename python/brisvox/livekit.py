@@ -24,6 +24,7 @@ from livekit import agents
 from livekit.plugins.silero import vad as _silero_vad
 
 import brisvox
+from brisvox._window import window_probability
 
 # How long one window waits for the engine's probability before the call gives up on it (the
 # plugin's model call then raises, and the stream ends with that error). The engine answers in a
@@ -89,17 +90,7 @@ class _EngineModel:
             raise brisvox.ClosedError("brisvox.livekit: the stream is closed")
         if x.shape != (self._window,):
             raise ValueError(f"brisvox.livekit: a window is {self._window} samples, got shape {x.shape}")
-        stream.push(np.ascontiguousarray(x, dtype=np.float32))
-        while True:
-            event = stream.next_event(_PROBABILITY_TIMEOUT_S)
-            if event is None:
-                raise brisvox.InferenceTimeoutError(
-                    f"brisvox.livekit: no probability from the engine within {_PROBABILITY_TIMEOUT_S} s")
-            if event.type == brisvox.EventType.VAD_PROBABILITY:
-                return float(event.probability)
-            if event.type == brisvox.EventType.ERROR:
-                raise brisvox.InferenceError(f"brisvox.livekit: {event.error_code}: {event.message}")
-            # SPEECH_START / SPEECH_END / OVERLOAD: the engine's segmenter, not LiveKit's business.
+        return window_probability(stream, np.ascontiguousarray(x, dtype=np.float32), _PROBABILITY_TIMEOUT_S)
 
 
 class VADStream(_silero_vad.VADStream):

@@ -20,6 +20,7 @@ from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
 import brisvox
+from brisvox._window import window_probability
 
 # How long voice_confidence waits for the engine's verdict on one 32 ms window before it gives up
 # on it (logs, and reports silence, as SileroVADAnalyzer does on an error). The engine answers in
@@ -85,23 +86,12 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         if stream is None:
             raise RuntimeError("BrisvoxVADAnalyzer: set_sample_rate() was not called")
         try:
-            stream.push(np.frombuffer(buffer, dtype=np.int16))
-            while True:
-                event = stream.next_event(_CONFIDENCE_TIMEOUT_S)
-                if event is None:
-                    logger.error("BrisvoxVADAnalyzer: no probability from the engine within "
-                                 f"{_CONFIDENCE_TIMEOUT_S} s")
-                    return 0.0
-                if event.type == brisvox.EventType.VAD_PROBABILITY:
-                    self._maybe_reset(event.probability)
-                    return event.probability
-                if event.type == brisvox.EventType.ERROR:
-                    logger.error(f"BrisvoxVADAnalyzer: {event.error_code}: {event.message}")
-                    return 0.0
-                # SPEECH_START / SPEECH_END / OVERLOAD: the segmenter's, not Pipecat's business.
+            confidence = window_probability(stream, np.frombuffer(buffer, dtype=np.int16), _CONFIDENCE_TIMEOUT_S)
         except brisvox.Error as e:
             logger.error(f"BrisvoxVADAnalyzer: {e}")
             return 0.0
+        self._maybe_reset(confidence)
+        return confidence
 
     def _maybe_reset(self, confidence: float):
         """After this window, a fresh stream if SileroVADAnalyzer would clear its model now.

@@ -68,13 +68,13 @@ double parse_double(const std::string& key, const std::string& value) {
   return v;
 }
 
-bool parse_bool(const std::string& key, const std::string& value) {
+}  // namespace
+
+bool parse_query_bool(const std::string& key, const std::string& value) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
   fail(fmt::format("query key '{}' must be true, false, 1 or 0, got '{}'", key, value));
 }
-
-}  // namespace
 
 std::string_view target_query(std::string_view target) {
   const auto q = target.find('?');
@@ -168,7 +168,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
     } else if (key == "min_silence_at_max_speech_ms") {
       p.min_silence_at_max_speech_ms = parse_int_in(key, value, 0, std::numeric_limits<int>::max());
     } else if (key == "use_max_poss_sil_at_max_speech") {
-      p.use_max_poss_sil_at_max_speech = parse_bool(key, value);
+      p.use_max_poss_sil_at_max_speech = parse_query_bool(key, value);
     } else if (key == "stop_ms") {
       turn.stop_ms = parse_int_in(key, value, 0, 60000);
     } else if (key == "pre_speech_ms") {

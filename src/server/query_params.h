@@ -18,6 +18,9 @@ namespace brisvox::server {
 // repeated key, an empty key or a bad escape.
 std::map<std::string, std::string> parse_query_string(std::string_view query);
 
+// A query value true/1 or false/0; Error(kInvalidArgument) naming `key` otherwise.
+bool parse_query_bool(const std::string& key, const std::string& value);
+
 // The part of a request target after '?' ("" if none), and the path before it.
 std::string_view target_query(std::string_view target);
 std::string_view target_path(std::string_view target);

@@ -30,12 +30,6 @@ bool bool_of(const std::string& key, const Json& v) {
   return v.get<bool>();
 }
 
-bool query_bool(const std::string& key, const std::string& value) {
-  if (value == "1" || value == "true") return true;
-  if (value == "0" || value == "false") return false;
-  fail(fmt::format("query key '{}' must be 1, 0, true or false, got '{}'", key, value));
-}
-
 int int_of(const std::string& key, const Json& v, int lo, int hi) {
   if (!v.is_number_integer()) fail(fmt::format("\"{}\" must be an integer", key));
   const auto i = v.get<long long>();
@@ -150,7 +144,7 @@ TtsOptions parse_tts_query(std::string_view query) {
     } else if (key == "volume") {
       o.speech.volume = query_number(key, value);
     } else if (key == "fast_start") {
-      o.speech.fast_start = query_bool(key, value);
+      o.speech.fast_start = parse_query_bool(key, value);
     } else if (key == "tag") {
       o.tag = parse_tag(value);
     } else if (key != "token") {

@@ -89,21 +89,32 @@ def quantize_linear_layers(model: onnx.ModelProto) -> int:
         base = f"{node.output[0]}_int8"
         graph.initializer.extend([numpy_helper.from_array(q, base + "_weight"),
                                   numpy_helper.from_array(scales, base + "_scales")])
-        replacement = helper.make_node(
+        _replace_node(graph, node, helper.make_node(
             "MatMulNBits", [node.input[0], base + "_weight", base + "_scales"], list(node.output),
             name=base, domain="com.microsoft", K=k, N=n, bits=BITS, block_size=BLOCK,
-            accuracy_level=ACCURACY_LEVEL)
-        index = list(graph.node).index(node)
-        graph.node.remove(node)
-        graph.node.insert(index, replacement)
+            accuracy_level=ACCURACY_LEVEL))
         rewritten += 1
+    _finish(model)
+    return rewritten
+
+
+def _replace_node(graph, node, replacement) -> None:
+    """Puts `replacement` where `node` was (the graph stays in topological order)."""
+    index = list(graph.node).index(node)
+    graph.node.remove(node)
+    graph.node.insert(index, replacement)
+
+
+def _finish(model: onnx.ModelProto) -> None:
+    """Drops the initializers no node reads any more (the fp32 weights) and declares the
+    com.microsoft domain the new nodes are in."""
+    graph = model.graph
     used = {name for node in graph.node for name in node.input}
     kept = [t for t in graph.initializer if t.name in used]
     del graph.initializer[:]
     graph.initializer.extend(kept)
     if not any(op.domain == "com.microsoft" for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    return rewritten
 
 
 def quantize_columns(w_kn: np.ndarray):
@@ -128,17 +139,9 @@ def quantize_linear_layers_dynamic(model: onnx.ModelProto) -> int:
         graph.initializer.extend([numpy_helper.from_array(q, base + "_weight"),
                                   numpy_helper.from_array(scales, base + "_scales"),
                                   numpy_helper.from_array(np.zeros(q.shape[1], np.int8), base + "_zero")])
-        replacement = helper.make_node(
+        _replace_node(graph, node, helper.make_node(
             "DynamicQuantizeMatMul", [node.input[0], base + "_weight", base + "_scales", base + "_zero"],
-            list(node.output), name=base, domain="com.microsoft")
-        index = list(graph.node).index(node)
-        graph.node.remove(node)
-        graph.node.insert(index, replacement)
+            list(node.output), name=base, domain="com.microsoft"))
         rewritten += 1
-    used = {name for node in graph.node for name in node.input}
-    kept = [t for t in graph.initializer if t.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    if not any(op.domain == "com.microsoft" for op in model.opset_import):
-        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    _finish(model)
     return rewritten

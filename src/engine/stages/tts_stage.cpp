@@ -71,7 +71,6 @@ std::int64_t TtsAdapter::prepare(SpeechSlot& s, std::size_t /*row*/) {
 
 void TtsAdapter::run(int /*key*/, std::size_t /*rows*/) {
   SpeechSlot& s = *staged_;
-  run_began_ns_ = now_ns();
   try {
     if (!tts_.next(s.current->synthesis, chunk_)) {
       throw Error(ErrorCode::kInternal, "a synthesis without a sentence left was staged");
@@ -96,14 +95,15 @@ bool TtsAdapter::complete(SpeechSlot& s, const Completion& c) {
     s.current.reset();
   } else {
     const bool last = chunk_.last;
-    const std::int64_t run_ns = now_ns() - run_began_ns_;
+    const std::int64_t made_at = now_ns();
+    const std::int64_t run_ns = made_at - c.run_start_ns;
     if (!chunk_.phoneme_ids.empty()) {
       const double per_id = static_cast<double>(run_ns) / static_cast<double>(chunk_.phoneme_ids.size());
       run_ns_per_id_ += 0.2 * (per_id - run_ns_per_id_);
     }
     // The longest recent run: what a continuation that becomes due may find in progress.
     longest_run_ns_ = std::max(run_ns, longest_run_ns_ - longest_run_ns_ / 8);
-    if (chunk_.sentence_index == 0) s.first_audio_ns = now_ns();
+    if (chunk_.sentence_index == 0) s.first_audio_ns = made_at;
     queue_sentence(s, chunk_);
     if (last) {
       queue_terminal(s, EventType::kTtsEnd, s.current->utterance, s.current->synthesis.sentence_count());

@@ -103,7 +103,6 @@ class TtsAdapter {
   // the start value is a long sentence's on one core of the development machine).
   double run_ns_per_id_ = 2.3e6;
   std::int64_t longest_run_ns_ = 0;  // decays by 1/8 per run
-  std::int64_t run_began_ns_ = 0;
   std::vector<std::shared_ptr<SpeechSlot>> retired_;  // worker thread only
 };
 
