@@ -127,7 +127,7 @@ Command add_transcribe_command(CLI::App& app) {
   app.add_option("--vad-model", o->vad_model, "VAD model: v5, v6, v5-exported, v6-exported or a path")
       ->capture_default_str();
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
-  app.add_option("--stt-workers", o->stt_workers, "Whisper threads (each with its own sessions, ~320 MB)")
+  app.add_option("--stt-workers", o->stt_workers, "Whisper threads (they share the model's sessions, ~320 MB)")
       ->capture_default_str();
   app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")->capture_default_str();
   return [o] { return run_transcribe(*o); };

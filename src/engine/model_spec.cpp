@@ -69,7 +69,7 @@ ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
       r.path = resolve_turn_model(path);
       break;
     case ModelFamily::kWhisper:
-      // One worker: its sessions hold ~320 MB of weights each, and the VAD needs the other core.
+      // One worker: the VAD needs the other core (a second worker shares the ~320 MB of sessions).
       if (r.num_workers == 0) r.num_workers = 1;
       // Every request owns a decoder slot while it is decoded: as many as the slots.
       if (max_pending == 0) r.max_pending = r.num_workers * r.max_batch;

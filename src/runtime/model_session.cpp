@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "brisvox/error.h"
@@ -114,6 +116,44 @@ GraphOptimizationLevel to_ort(GraphOptimization level) {
   return GraphOptimizationLevel::ORT_ENABLE_ALL;
 }
 
+// Everything that makes two loads the same session: the file as it is now (device, inode, size,
+// modification time: a rewritten file is another model) and every field of the config.
+std::string share_key(const struct stat& st, const std::string& path, const SessionConfig& c) {
+  std::string key = fmt::format("{}:{}:{}:{}.{}|{}|{}|{}|{}|{}|{}|{}|{}", st.st_dev, st.st_ino, st.st_size,
+                                st.st_mtim.tv_sec, st.st_mtim.tv_nsec, path, c.intra_op_threads,
+                                c.inter_op_threads, c.sequential, c.cpu_arena, c.memory_pattern,
+                                static_cast<int>(c.optimization), static_cast<int>(c.on_unavailable_provider));
+  for (const auto& p : c.providers) key += "|" + p;
+  return key;
+}
+
+// The live shared sessions, by share_key. A slot holds its session weakly: the session goes when
+// its last ModelSession does. A slot's own mutex is held while its session loads, so that workers
+// starting together load it once, while loads of other files go on in parallel.
+struct SharedSlot {
+  std::mutex loading;
+  std::weak_ptr<Ort::Session> session;
+  ModelInfo info;
+  std::vector<std::string> providers;
+};
+
+std::shared_ptr<SharedSlot> shared_slot(const std::string& key) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<SharedSlot>> slots;
+  std::lock_guard lock(mutex);
+  // Drop the slots of sessions gone, so that the map stays as small as the live sessions.
+  for (auto it = slots.begin(); it != slots.end();) {
+    if (it->first != key && it->second->session.expired() && it->second.use_count() == 1) {
+      it = slots.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto& slot = slots[key];
+  if (!slot) slot = std::make_shared<SharedSlot>();
+  return slot;
+}
+
 }  // namespace
 
 Ort::SessionOptions make_session_options(const SessionConfig& config,
@@ -161,7 +201,7 @@ Ort::SessionOptions make_session_options(const SessionConfig& config,
   return options;
 }
 
-ModelSession::ModelSession(Ort::Session session, ModelInfo info, std::vector<std::string> providers)
+ModelSession::ModelSession(std::shared_ptr<Ort::Session> session, ModelInfo info, std::vector<std::string> providers)
     : session_(std::move(session)), info_(std::move(info)), providers_(std::move(providers)) {}
 
 // The C++ wrappers throw on a failed status, which ONNX Runtime never returns for a valid
@@ -188,17 +228,32 @@ ModelSession ModelSession::load_file(const std::string& path, const SessionConfi
   if (!S_ISREG(st.st_mode)) {
     throw Error(ErrorCode::kIo, fmt::format("model path '{}' is not a regular file", path));
   }
-  std::vector<std::string> providers;
-  Ort::SessionOptions options = make_session_options(config, providers);
-  try {
-    Ort::Session session(ort_env(), path.c_str(), options);
-    ModelInfo info = describe_session(session, path);
-    read_onnx_header(path, info);
+  const auto load = [&](std::vector<std::string>& providers, ModelInfo& info) {
+    Ort::SessionOptions options = make_session_options(config, providers);
+    try {
+      auto session = std::make_shared<Ort::Session>(ort_env(), path.c_str(), options);
+      info = describe_session(*session, path);
+      read_onnx_header(path, info);
+      return session;
+    } catch (const Ort::Exception& e) {
+      throw Error(ErrorCode::kBadModel,
+                  fmt::format("ONNX Runtime cannot load model '{}': {}", path, e.what()));
+    }
+  };
+  if (!config.share) {
+    std::vector<std::string> providers;
+    ModelInfo info;
+    auto session = load(providers, info);
     return ModelSession(std::move(session), std::move(info), std::move(providers));
-  } catch (const Ort::Exception& e) {
-    throw Error(ErrorCode::kBadModel,
-                fmt::format("ONNX Runtime cannot load model '{}': {}", path, e.what()));
   }
+  const std::shared_ptr<SharedSlot> slot = shared_slot(share_key(st, path, config));
+  std::lock_guard lock(slot->loading);
+  std::shared_ptr<Ort::Session> session = slot->session.lock();
+  if (!session) {
+    session = load(slot->providers, slot->info);
+    slot->session = session;
+  }
+  return ModelSession(std::move(session), slot->info, slot->providers);
 }
 
 ModelSession ModelSession::load_memory(std::span<const std::byte> bytes, const std::string& name,
@@ -209,8 +264,8 @@ ModelSession ModelSession::load_memory(std::span<const std::byte> bytes, const s
   std::vector<std::string> providers;
   Ort::SessionOptions options = make_session_options(config, providers);
   try {
-    Ort::Session session(ort_env(), bytes.data(), bytes.size(), options);
-    ModelInfo info = describe_session(session, name);
+    auto session = std::make_shared<Ort::Session>(ort_env(), bytes.data(), bytes.size(), options);
+    ModelInfo info = describe_session(*session, name);
     read_onnx_header(bytes, info);
     return ModelSession(std::move(session), std::move(info), std::move(providers));
   } catch (const Ort::Exception& e) {

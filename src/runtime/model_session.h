@@ -1,13 +1,16 @@
 // One ONNX Runtime session over one model file, created eagerly with brisvox's SessionConfig.
 //
-// Thread-safety: ONNX Runtime documents Session::Run as callable concurrently, but brisvox gives
-// every inference worker its own session (STYLE.md, seed note 6), so a ModelSession is used by one
-// thread at a time. Loading is thread-safe.
+// Thread-safety: a ModelSession is used by one thread at a time (its RunOptions, its cancel flag).
+// With SessionConfig::share, several ModelSessions (one per worker) run one Ort::Session
+// concurrently, which ONNX Runtime guarantees safe for Run (its InferenceSession::Run is
+// thread-safe; the CPU arena and the memory-pattern cache take their own locks). Loading is
+// thread-safe.
 #pragma once
 
 #include <onnxruntime_cxx_api.h>
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -31,7 +34,9 @@ class ModelSession {
   const ModelInfo& info() const { return info_; }
   // Providers actually registered for this session, in order (CPU last).
   const std::vector<std::string>& providers() const { return providers_; }
-  Ort::Session& session() { return session_; }
+  Ort::Session& session() { return *session_; }
+  // How many ModelSessions run this ONNX Runtime session now (1 unless SessionConfig::share).
+  long session_users() const { return session_.use_count(); }
   // The options every Run of this session passes: they carry the terminate flag below.
   Ort::RunOptions& run_options() { return run_options_; }
 
@@ -44,9 +49,9 @@ class ModelSession {
   void clear_cancel() noexcept;
 
  private:
-  ModelSession(Ort::Session session, ModelInfo info, std::vector<std::string> providers);
+  ModelSession(std::shared_ptr<Ort::Session> session, ModelInfo info, std::vector<std::string> providers);
 
-  Ort::Session session_;
+  std::shared_ptr<Ort::Session> session_;
   Ort::RunOptions run_options_;
   ModelInfo info_;
   std::vector<std::string> providers_;

@@ -7,8 +7,8 @@
 //   StreamConfig stream;
 //   stream.turn = TurnStage{};                            // vad -> turn
 //
-// Models. Each registry entry is one model file served by its own pool of worker threads (one
-// ONNX Runtime session per worker), batching the work of every stream that uses it. Streams refer
+// Models. Each registry entry is one model file served by its own pool of worker threads (which
+// share one ONNX Runtime session), batching the work of every stream that uses it. Streams refer
 // to a model by its name. Two kinds of work exist, and one pool implementation serves both
 // (src/engine/pool/batch_pool.h): frame-synchronous recurrent models (Silero: per-stream state, one
 // frame per stream per run) and request models (Smart Turn: a clip in, a verdict out).
@@ -41,7 +41,8 @@ struct ModelSpec {
   std::string name;  // how streams refer to it (StreamConfig stages); unique in the registry
   ModelFamily family = ModelFamily::kSileroVad;
   std::string path;  // model file, or an alias the family knows (Silero: v5, v6, ...)
-  // Worker threads of this model, each with its own session. 0: the family's default (Silero: one
+  // Worker threads of this model. They run one ONNX Runtime session (session.share, on by default
+  // here): one copy of the weights however many workers. 0: the family's default (Silero: one
   // per core; Smart Turn: 1).
   int num_workers = 0;
   // Items per model run (frames, analyses). 0: the family's default (Silero 32, Smart Turn 4).
@@ -55,7 +56,13 @@ struct ModelSpec {
   // frame-synchronous models. Piper: speech sessions open at once (each holds its payload
   // channel); default 256.
   int max_pending = 0;
-  SessionConfig session;  // threads, execution providers
+  // Threads, execution providers. share is on: the workers of one model run one ONNX Runtime
+  // session, the weights once per process (docs/PERFORMANCE.md, "One session for a model's workers").
+  SessionConfig session = [] {
+    SessionConfig c;
+    c.share = true;
+    return c;
+  }();
   // The deadline of one of this model's runs (see EngineConfig::run_timeout_ms). -1: the
   // engine's run_timeout_ms (Whisper: at least 60000, a batch of full-window encoder runs takes
   // seconds; Piper: at least 20000, a sentence of 2048 phoneme ids takes about 5 s of one core);

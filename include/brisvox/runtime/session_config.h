@@ -30,6 +30,13 @@ struct SessionConfig {
   // the CPU provider is always implied last and need not be listed.
   std::vector<std::string> providers;
   ProviderFallback on_unavailable_provider = ProviderFallback::kError;
+  // Loads of the same file with an equal config (every field above) while another such session is
+  // alive get that session instead of a new one: the weights, the optimised graph and the kernels'
+  // prepacked weights are then in memory once per process, not once per worker. ONNX Runtime's
+  // Run is thread-safe on one session; each ModelSession keeps its own RunOptions, so cancelling
+  // one worker's run does not touch another's. Only for load_file (a path and its mtime/size
+  // identify the model); load_memory always builds a session of its own.
+  bool share = false;
 
   // Throws Error(kInvalidArgument) naming the offending field.
   void validate() const;
