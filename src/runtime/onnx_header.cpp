@@ -24,6 +24,9 @@ constexpr uint64_t kOpsetImport = 8;
 constexpr uint64_t kMetadataProps = 14;  // repeated StringStringEntryProto {key = 1, value = 2}
 constexpr uint64_t kOpsetDomain = 1;
 constexpr uint64_t kOpsetVersion = 2;
+constexpr uint64_t kGraph = 7;       // ModelProto.graph
+constexpr uint64_t kGraphNode = 1;   // GraphProto.node (repeated NodeProto)
+constexpr uint64_t kNodeOpType = 4;  // NodeProto.op_type
 
 class SpanSource {
  public:
@@ -66,6 +69,7 @@ class FileSource {
   }
   bool read(char* out, uint64_t n) { return std::fread(out, 1, n, file_) == n; }
   bool skip(uint64_t n) { return std::fseek(file_, static_cast<long>(n), SEEK_CUR) == 0; }
+  long tell() { return std::ftell(file_); }
 
  private:
   std::FILE* file_;
@@ -183,7 +187,76 @@ bool parse_model(Source& src, ModelInfo& info) {
   return true;
 }
 
+// One NodeProto's op_type.
+bool parse_node_op_type(std::span<const std::byte> bytes, std::set<std::string>& ops) {
+  SpanSource src(bytes);
+  while (!src.at_end()) {
+    const auto tag = read_varint(src);
+    if (!tag) return false;
+    const uint64_t field = *tag >> 3;
+    const int wire = static_cast<int>(*tag & 7);
+    if (field == kNodeOpType && wire == kLengthDelimited) {
+      std::string op;
+      if (!read_string(src, op)) return false;
+      ops.insert(std::move(op));
+    } else if (!skip_field(src, wire)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// GraphProto's fields, `length` bytes of them: the nodes are read, everything else skipped.
+bool parse_graph_ops(FileSource& src, uint64_t length, std::set<std::string>& ops) {
+  constexpr uint64_t kMaxNodeBytes = 16u << 20;
+  std::string node;
+  uint64_t used = 0;
+  while (used < length) {
+    const long start = src.tell();
+    const auto tag = read_varint(src);
+    if (!tag) return false;
+    const uint64_t field = *tag >> 3;
+    const int wire = static_cast<int>(*tag & 7);
+    if (field == kGraphNode && wire == kLengthDelimited) {
+      const auto len = read_varint(src);
+      if (!len || *len > kMaxNodeBytes) return false;
+      node.resize(*len);
+      if (!src.read(node.data(), *len)) return false;
+      if (!parse_node_op_type(std::as_bytes(std::span(node)), ops)) return false;
+    } else if (!skip_field(src, wire)) {
+      return false;
+    }
+    const long end = src.tell();
+    if (start < 0 || end < start) return false;
+    used += static_cast<uint64_t>(end - start);
+  }
+  return used == length;
+}
+
 }  // namespace
+
+std::optional<std::set<std::string>> read_onnx_op_types(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return std::nullopt;
+  FileSource src(file.get());
+  std::set<std::string> ops;
+  bool found = false;
+  while (!src.at_end()) {
+    const auto tag = read_varint(src);
+    if (!tag) return std::nullopt;
+    const uint64_t field = *tag >> 3;
+    const int wire = static_cast<int>(*tag & 7);
+    if (field == kGraph && wire == kLengthDelimited) {
+      const auto len = read_varint(src);
+      if (!len || !parse_graph_ops(src, *len, ops)) return std::nullopt;
+      found = true;
+    } else if (!skip_field(src, wire)) {
+      return std::nullopt;
+    }
+  }
+  if (!found) return std::nullopt;
+  return ops;
+}
 
 bool read_onnx_header(const std::string& path, ModelInfo& info) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);

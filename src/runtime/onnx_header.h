@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 
@@ -16,5 +18,12 @@ namespace brisvox::runtime {
 // could not read untouched) on a malformed header: ONNX Runtime gives the real error on load.
 bool read_onnx_header(const std::string& path, ModelInfo& info);
 bool read_onnx_header(std::span<const std::byte> bytes, ModelInfo& info);
+
+// The op types of the main graph's nodes (not of subgraphs), e.g. to learn whether a model
+// quantizes its activations with one scale per tensor (DynamicQuantizeLinear), which makes a
+// batch's rows depend on each other. Reads the nodes and seeks over the initializers, so a large
+// file costs little. nullopt on a malformed file or a node over 16 MiB (what ONNX Runtime loads
+// is then unknown here: callers assume the worst).
+std::optional<std::set<std::string>> read_onnx_op_types(const std::string& path);
 
 }  // namespace brisvox::runtime

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "brisvox/error.h"
@@ -12,6 +14,7 @@
 #include "brisvox/models/vad/silero_vad.h"
 #include "brisvox/runtime/runtime_info.h"
 #include "runtime/model_signature.h"
+#include "runtime/onnx_header.h"
 #include "test_paths.h"
 
 namespace brisvox {
@@ -70,6 +73,22 @@ TEST(ModelSession, ReadsOpsetAndProducerOfTheSileroModels) {
     EXPECT_EQ(s.info().producer_name, "spox") << name;
     EXPECT_EQ(s.info().inputs.size(), 3u) << name;
   }
+}
+
+TEST(OnnxOpTypes, ReadsTheMainGraphsNodesAndRefusesGarbage) {
+  EXPECT_EQ(runtime::read_onnx_op_types(generated_model("add_one.onnx")), std::set<std::string>{"Add"});
+  // silero_slow: its Loop's MatMul lives in a subgraph, which is not the main graph.
+  const auto slow = runtime::read_onnx_op_types(generated_model("silero_slow.onnx"));
+  ASSERT_TRUE(slow.has_value());
+  EXPECT_EQ(slow->count("If"), 1u);
+  EXPECT_EQ(slow->count("MatMul"), 0u);
+  EXPECT_FALSE(runtime::read_onnx_op_types("/nonexistent/model.onnx").has_value());
+  const std::string garbage = ::testing::TempDir() + "brisvox_garbage.onnx";
+  {
+    std::ofstream out(garbage, std::ios::binary);
+    out << "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff not a model";
+  }
+  EXPECT_FALSE(runtime::read_onnx_op_types(garbage).has_value());
 }
 
 TEST(ModelSession, MissingFileIsAnIoErrorNamingThePath) {

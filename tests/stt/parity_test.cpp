@@ -274,6 +274,39 @@ TEST(WhisperParity, Int8WeightsKeepFasterWhispersAccuracy) {
   EXPECT_NEAR(wer_int8.percent(), wer_faster_whisper.percent(), 0.5);
 }
 
+// tiny.en-int8's encoder quantizes its activations with one scale per tensor: in one batch a
+// window's output would depend on the other windows', and a segment's transcript on what else
+// the engine was transcribing. So it runs each window alone: batched and alone give the same
+// bits. (The float encoder batches: BatchedRunEqualsSingleRuns, decoder_test.cpp.)
+TEST(WhisperParity, Int8EncoderGivesAWindowTheSameOutputWhateverElseIsInItsBatch) {
+  if (model_override()) GTEST_SKIP() << "tiny.en-int8 is a rendition of tiny.en";
+  const WhisperModel model = WhisperModel::load(test::whisper_tiny_en_int8());
+  WhisperEncoder encoder(model, WhisperEncoderConfig{2, 100, {}});
+  EXPECT_TRUE(encoder.runs_rows_alone());
+  EXPECT_FALSE(WhisperEncoder(tiny_en(), WhisperEncoderConfig{2, 100, {}}).runs_rows_alone());
+  WhisperFeatures features;
+  std::vector<std::vector<float>> mels;
+  for (const Golden& g : goldens()) {
+    if (g.corpus != "asterisk") continue;
+    const Audio a = load_audio(g.path);
+    std::vector<float> mel(80 * 3000);
+    features.compute(resample(a.samples, a.sample_rate_hz, 16000), WhisperWindow::kFull, mel);
+    mels.push_back(std::move(mel));
+    if (mels.size() == 2) break;
+  }
+  ASSERT_EQ(mels.size(), 2u);
+  const std::size_t n = encoder.output_floats(1500);
+  std::vector<float> alone(n), with_other(n), other(n);
+  const float* first = mels[0].data();
+  WhisperEncoderOutput out = encoder.output_in(alone, 1500);
+  encoder.run(3000, std::span(&first, 1), std::span(&out, 1));
+  const std::vector<const float*> both = {mels[0].data(), mels[1].data()};
+  const std::vector<WhisperEncoderOutput> outs = {encoder.output_in(with_other, 1500), encoder.output_in(other, 1500)};
+  encoder.run(3000, both, outs);
+  EXPECT_EQ(alone, with_other);
+  EXPECT_NE(alone, other);
+}
+
 // Sequences decoded together in one decoder, joining and leaving at different steps, get the
 // tokens each gets alone (faster-whisper's, which the transcriber reproduces one at a time) and
 // its avg_logprob within 2e-3.

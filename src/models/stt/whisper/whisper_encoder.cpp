@@ -9,6 +9,7 @@
 #include "brisvox/error.h"
 #include "runtime/model_session.h"
 #include "runtime/model_signature.h"
+#include "runtime/onnx_header.h"
 
 namespace brisvox {
 namespace {
@@ -42,6 +43,12 @@ runtime::ModelSignature encoder_signature(WhisperLayout layout, const WhisperDim
   return sig;
 }
 
+bool quantizes_per_tensor(const std::string& path) {
+  const auto ops = runtime::read_onnx_op_types(path);
+  if (!ops) return true;  // unknown: the safe choice
+  return ops->count("DynamicQuantizeLinear") > 0 || ops->count("DynamicQuantizeMatMul") > 0;
+}
+
 }  // namespace
 
 struct WhisperEncoder::Impl {
@@ -50,6 +57,12 @@ struct WhisperEncoder::Impl {
   WhisperDims dims;
   int max_batch;
   int granularity;
+  // The encoder quantizes its activations with one scale per tensor (DynamicQuantizeLinear,
+  // DynamicQuantizeMatMul: tiny.en-int8, Optimum's quantized exports), so a row's output would
+  // depend on the other rows of its batch: such an encoder runs each window alone, and a segment
+  // transcribes the same whatever else the engine is doing. (Batching gives the encoder no
+  // speed-up on CPU: docs/PERFORMANCE.md.)
+  bool rows_alone;
   std::vector<int> frame_options;  // allowed window lengths, ascending
   std::vector<float> input;        // [max_batch, n_mels, full_frames]
   std::vector<float> output;       // layout-dependent, for max_batch full windows
@@ -67,7 +80,8 @@ struct WhisperEncoder::Impl {
         layout(model.layout()),
         dims(model.config().dims),
         max_batch(config.max_batch),
-        granularity(config.fit_granularity_frames) {
+        granularity(config.fit_granularity_frames),
+        rows_alone(quantizes_per_tensor(model.encoder_path())) {
     const auto binding = runtime::check_signature(session.info(), encoder_signature(layout, dims));
     in_names = binding.input_names;
     out_names = binding.output_names;
@@ -221,17 +235,29 @@ void WhisperEncoder::run(int frames, std::span<const float* const> mels, std::sp
     }
   }
   const std::size_t window = static_cast<std::size_t>(m.dims.n_mels) * static_cast<std::size_t>(frames);
-  for (std::size_t i = 0; i < n; ++i) std::memcpy(m.input.data() + i * window, mels[i], window * sizeof(float));
-  auto& outs = m.out_views[option][n - 1];
-  try {
-    m.session.session().Run(m.session.run_options(), m.in_name_ptrs.data(), &m.in_views[option][n - 1], 1,
-                            m.out_name_ptrs.data(), outs.data(), outs.size());
-  } catch (const Ort::Exception& e) {
-    throw Error(ErrorCode::kRuntime, fmt::format("Whisper encoder run of {} window(s) of {} frames on '{}' failed: {}", n,
-                                                 frames, m.session.info().source, e.what()));
+  // One run of `rows` windows starting at window `first`.
+  const auto run_rows = [&](std::size_t first, std::size_t rows) {
+    for (std::size_t i = 0; i < rows; ++i) {
+      std::memcpy(m.input.data() + i * window, mels[first + i], window * sizeof(float));
+    }
+    auto& outs = m.out_views[option][rows - 1];
+    try {
+      m.session.session().Run(m.session.run_options(), m.in_name_ptrs.data(), &m.in_views[option][rows - 1], 1,
+                              m.out_name_ptrs.data(), outs.data(), outs.size());
+    } catch (const Ort::Exception& e) {
+      throw Error(ErrorCode::kRuntime, fmt::format("Whisper encoder run of {} window(s) of {} frames on '{}' failed: {}",
+                                                   rows, frames, m.session.info().source, e.what()));
+    }
+    for (std::size_t i = 0; i < rows; ++i) m.scatter(i, rows, pos, outputs[first + i]);
+  };
+  if (m.rows_alone) {
+    for (std::size_t i = 0; i < n; ++i) run_rows(i, 1);
+  } else {
+    run_rows(0, n);
   }
-  for (std::size_t i = 0; i < n; ++i) m.scatter(i, n, pos, outputs[i]);
 }
+
+bool WhisperEncoder::runs_rows_alone() const { return impl_->rows_alone; }
 
 void WhisperEncoder::cancel_run() noexcept { impl_->session.cancel_run(); }
 void WhisperEncoder::clear_cancel() noexcept { impl_->session.clear_cancel(); }
