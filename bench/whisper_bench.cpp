@@ -55,6 +55,8 @@ void BM_WhisperEncoder(benchmark::State& state) {
   brisvox::WhisperEncoderConfig config;
   config.max_batch = batch;
   config.session.intra_op_threads = static_cast<int>(state.range(2));
+  // BRISVOX_BENCH_ARENA=1: ONNX Runtime's CPU arena on (the engine's default has it off).
+  if (const char* a = std::getenv("BRISVOX_BENCH_ARENA"); a != nullptr && a[0] == '1') config.session.cpu_arena = true;
   brisvox::WhisperEncoder encoder(*model, config);
   brisvox::WhisperFeatures features;
   std::vector<float> mel(80 * 3000);
