@@ -58,6 +58,8 @@ void run_model(benchmark::State& state, const std::string& path,
   config.max_batch = 1;
   config.session.intra_op_threads = static_cast<int>(state.range(0));
   config.session.optimization = level;
+  // BRISVOX_BENCH_ARENA=1: ONNX Runtime's CPU arena on (the engine's default has it off).
+  if (const char* a = std::getenv("BRISVOX_BENCH_ARENA"); a != nullptr && a[0] == '1') config.session.cpu_arena = true;
   brisvox::SmartTurn model(config);
   brisvox::TurnFeatures features;
   std::vector<float> f(brisvox::kTurnFeatureValues);
