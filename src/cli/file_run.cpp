@@ -38,6 +38,12 @@ void add_file_options(CLI::App& app, FileOptions& o, const std::string& files_he
   app.add_option("--channel", o.channel, "Analyse only this channel (0 = left/first)");
   app.add_flag("--no-progress", o.no_progress, "No progress bar on stderr");
   app.add_flag("--progress", o.progress, "Show the progress bar even when stderr is not a terminal");
+  app.add_flag("--summary", o.summary,
+               "At the end, print the files, the seconds of audio and the wall time (model loading apart) to stderr");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void apply_file_options(const FileOptions& o, OfflineOptions& run) {
@@ -79,7 +85,8 @@ void check_workers(std::string_view option, int value) {
 }
 
 int run_files(std::string_view command, Engine& engine, const FileOptions& o, const OfflineOptions& run_in,
-              const ResultWriter& writer) {
+              const ResultWriter& writer, double load_s) {
+  const auto started = std::chrono::steady_clock::now();
   if (!o.output_dir.empty()) {
     // Two inputs with the same stem would write the same output file: refuse before any work.
     std::map<std::string, std::string> by_output;
@@ -99,7 +106,11 @@ int run_files(std::string_view command, Engine& engine, const FileOptions& o, co
   if (o.output_dir.empty() && writer.header) writer.header(stdout);
   ProgressBar progress(o.progress || (!o.no_progress && isatty(STDERR_FILENO)));
   OfflineOptions run = run_in;
-  run.on_progress = [&progress](const OfflineProgress& p) { progress.update(p); };
+  OfflineProgress last;
+  run.on_progress = [&progress, &last](const OfflineProgress& p) {
+    last = p;
+    progress.update(p);
+  };
   int failures = 0;
   // -o: the open output of the input being reported (its channels arrive one after another).
   FilePtr out(nullptr, &std::fclose);
@@ -132,6 +143,14 @@ int run_files(std::string_view command, Engine& engine, const FileOptions& o, co
     }
   });
   progress.finish();
+  if (o.summary) {
+    const double wall = seconds_since(started);
+    std::fprintf(stderr,
+                 "brisvox %.*s: %zu file(s), %.1f s of audio in %.2f s (%.1fx real time), %d failed; the models "
+                 "loaded in %.2f s before that\n",
+                 static_cast<int>(command.size()), command.data(), o.files.size(), last.seconds_read, wall,
+                 wall > 0 ? last.seconds_read / wall : 0.0, failures, load_s);
+  }
   return failures == 0 ? kExitOk : kExitInputFailed;
 }
 

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -26,6 +27,7 @@ struct FileOptions {
   int channel = -1;              // >= 0: that channel alone
   bool no_progress = false;
   bool progress = false;         // the bar even when stderr is not a terminal
+  bool summary = false;          // at the end, the run's files, audio and times on stderr
 };
 
 // Registers the files and the options above on `app`.
@@ -49,7 +51,11 @@ struct ResultWriter {
 // DIR/<stem><extension> with -o (a split recording's channels in one file, in channel order;
 // stdin is "stdin"). A failed input is a line "brisvox <command>: <file>: error [code]: message"
 // on stderr, and the run goes on. Returns kExitOk, or kExitInputFailed if any input failed.
+// `load_s`: how long the command took to create `engine` (its models), for --summary.
 int run_files(std::string_view command, Engine& engine, const FileOptions& o, const OfflineOptions& run,
-              const ResultWriter& writer);
+              const ResultWriter& writer, double load_s);
+
+// Seconds since `start`, for a command's load_s.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 }  // namespace brisvox::cli

@@ -88,7 +88,9 @@ int run_transcribe(const TranscribeOptions& o) {
   ec.models[1].num_workers = o.stt_workers;
   ec.models[1].session.intra_op_threads = o.stt_threads;
   ec.admission_control = false;
+  const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
+  const double load_s = seconds_since(loading);
   run_options.stream.stt = SttStage{};
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
@@ -97,7 +99,7 @@ int run_transcribe(const TranscribeOptions& o) {
   ResultWriter writer;
   writer.extension = o.format == "json" ? ".json" : o.format == "txt" ? ".txt" : o.format == "srt" ? ".srt" : ".vtt";
   writer.write = [&o](std::FILE* out, const OfflineResult& r) { write(out, r, o.format); };
-  return run_files("transcribe", engine, o.files, run_options, writer);
+  return run_files("transcribe", engine, o.files, run_options, writer, load_s);
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ int run_turn(const TurnOptions& o) {
   ec.models[1].num_workers = o.turn_workers;
   ec.models[1].session.intra_op_threads = o.turn_threads;
   ec.admission_control = false;
+  const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);
   // Each file in flight holds up to 9.5 s of history for turn analyses: keep the count modest.
   run_options.max_open = static_cast<std::size_t>(engine.config().model("vad").num_workers) * 8;
@@ -144,7 +145,7 @@ int run_turn(const TurnOptions& o) {
   writer.write = [&](std::FILE* out, const OfflineResult& r) {
     write_turns(out, format, r, o.with_segments, channel_column);
   };
-  return run_files("turn", engine, o.files, run_options, writer);
+  return run_files("turn", engine, o.files, run_options, writer, seconds_since(loading));
 }
 
 }  // namespace

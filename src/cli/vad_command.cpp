@@ -49,6 +49,7 @@ int run_vad(const VadOptions& o) {
   engine_config.models[0].num_workers = o.workers;
   // Files are fed as fast as the workers go: latency does not matter, full batches do.
   engine_config.admission_control = false;
+  const auto loading = std::chrono::steady_clock::now();
   Engine engine(engine_config);  // the model is loaded before any file: a bad model fails once
   const ModelSpec& vad = engine.config().model("vad");
   // Enough files in flight to fill every batch; each holds an open descriptor while it is read,
@@ -62,7 +63,7 @@ int run_vad(const VadOptions& o) {
   writer.write = [&](std::FILE* out, const OfflineResult& r) {
     write_segments(out, format, r, o.frame_probs, channel_column);
   };
-  return run_files("vad", engine, o.files, run_options, writer);
+  return run_files("vad", engine, o.files, run_options, writer, seconds_since(loading));
 }
 
 }  // namespace

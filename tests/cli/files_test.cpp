@@ -195,6 +195,13 @@ TEST_F(CliFiles, ProgressCountsAudioSeconds) {
   EXPECT_TRUE(contains(r.err, "[==============================]")) << r.err;
 }
 
+TEST_F(CliFiles, SummaryCountsFilesAudioAndFailures) {
+  const ProcessResult r = brisvox({"vad", "--no-progress", "--summary", sample_wav(), "/nonexistent.wav"});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(contains(r.err, "brisvox vad: 2 file(s), 28.4 s of audio in ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "x real time), 1 failed; the models loaded in ")) << r.err;
+}
+
 // A 10-minute file costs no more memory than a 28-second one: it is decoded a block at a time
 // (before: +38 MB of float samples, the whole file).
 TEST_F(CliFiles, LongFileInBoundedMemory) {
