@@ -40,15 +40,16 @@ case "$preset" in
     ctest_args=(-E '^(WhisperParity\.(FullWindowTextMatchesFasterWhisper|FitWindowStaysCloseToFullWindow|BatchedDecodingEqualsOneAtATime|Int8WeightsKeepFasterWhispersAccuracy)|browser\.|CliFiles\.LongFileInBoundedMemory$|server_uploads$)')
     ;;
   tsan)
-    # The pools, the watchdog, the payload channel and the server are where threads meet; the
+    # The pools, the watchdog, the payload channel, the server and a model's one session (run by
+    # all of its workers: tests/runtime/shared_session_test.cpp) are where threads meet; the
     # other layers are single-threaded and covered by asan.
-    build_args=(--target brisvox_engine_tests brisvox_fault_injection_tests brisvox_turn_engine_tests
+    build_args=(--target brisvox_runtime_tests brisvox_engine_tests brisvox_fault_injection_tests brisvox_turn_engine_tests
                 brisvox_engine_accounting_tests brisvox_batch_pool_tests brisvox_payload_tests
                 brisvox_stt_engine_tests brisvox_tts_engine_tests
                 brisvox_server_tests brisvox_cli)
     # Of the speech-to-text engine tests, the single-stream transcript comparisons are numerics
     # (run in release and asan); the concurrent-streams and bad-stage ones are where threads meet.
-    ctest_args=(-L 'engine|server'
+    ctest_args=(-L 'engine|server|runtime'
                 -E '^EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)$')
     ;;
 esac
