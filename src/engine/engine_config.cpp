@@ -61,7 +61,7 @@ ModelSpec ModelSpec::whisper(std::string path, std::string name) {
   ModelSpec s = entry(ModelFamily::kWhisper, std::move(path), std::move(name));
   // ONNX Runtime's CPU arena on: without it every encoder run maps and faults in its ~100 MB of
   // intermediates afresh (a 30 s window's attention alone is 6 x 1500 x 1500 floats a layer),
-  // 13-24 % of the run (docs/PERFORMANCE.md, "The CPU arena for Whisper"). The arena keeps the
+  // 13-24 % of the run (docs/PERFORMANCE.md, "Windows one at a time, and ONNX Runtime's arena"). The arena keeps the
   // largest run's intermediates: one window per worker for tiny.en-int8, a batch for float.
   s.session.cpu_arena = true;
   return s;

@@ -87,6 +87,19 @@ std::optional<uint64_t> read_varint(Source& src) {
   return std::nullopt;
 }
 
+// A field's key: its number and wire type.
+struct Tag {
+  uint64_t field;
+  int wire;
+};
+
+template <typename Source>
+std::optional<Tag> read_tag(Source& src) {
+  const auto key = read_varint(src);
+  if (!key) return std::nullopt;
+  return Tag{*key >> 3, static_cast<int>(*key & 7)};
+}
+
 template <typename Source>
 bool skip_field(Source& src, int wire_type) {
   switch (wire_type) {
@@ -114,10 +127,9 @@ bool parse_opset(std::span<const std::byte> bytes, ModelInfo& info) {
   std::string domain;
   int64_t version = 0;
   while (!src.at_end()) {
-    const auto tag = read_varint(src);
+    const auto tag = read_tag(src);
     if (!tag) return false;
-    const uint64_t field = *tag >> 3;
-    const int wire = static_cast<int>(*tag & 7);
+    const auto [field, wire] = *tag;
     if (field == kOpsetDomain && wire == kLengthDelimited) {
       if (!read_string(src, domain)) return false;
     } else if (field == kOpsetVersion && wire == kVarint) {
@@ -137,10 +149,9 @@ bool parse_metadata_entry(std::span<const std::byte> bytes, ModelInfo& info) {
   std::string key;
   std::string value;
   while (!src.at_end()) {
-    const auto tag = read_varint(src);
+    const auto tag = read_tag(src);
     if (!tag) return false;
-    const uint64_t field = *tag >> 3;
-    const int wire = static_cast<int>(*tag & 7);
+    const auto [field, wire] = *tag;
     if (field == 1 && wire == kLengthDelimited) {
       if (!read_string(src, key)) return false;
     } else if (field == 2 && wire == kLengthDelimited) {
@@ -156,10 +167,9 @@ bool parse_metadata_entry(std::span<const std::byte> bytes, ModelInfo& info) {
 template <typename Source>
 bool parse_model(Source& src, ModelInfo& info) {
   while (!src.at_end()) {
-    const auto tag = read_varint(src);
+    const auto tag = read_tag(src);
     if (!tag) return false;
-    const uint64_t field = *tag >> 3;
-    const int wire = static_cast<int>(*tag & 7);
+    const auto [field, wire] = *tag;
     if (field == kIrVersion && wire == kVarint) {
       const auto v = read_varint(src);
       if (!v) return false;
@@ -191,10 +201,9 @@ bool parse_model(Source& src, ModelInfo& info) {
 bool parse_node_op_type(std::span<const std::byte> bytes, std::set<std::string>& ops) {
   SpanSource src(bytes);
   while (!src.at_end()) {
-    const auto tag = read_varint(src);
+    const auto tag = read_tag(src);
     if (!tag) return false;
-    const uint64_t field = *tag >> 3;
-    const int wire = static_cast<int>(*tag & 7);
+    const auto [field, wire] = *tag;
     if (field == kNodeOpType && wire == kLengthDelimited) {
       std::string op;
       if (!read_string(src, op)) return false;
@@ -213,10 +222,9 @@ bool parse_graph_ops(FileSource& src, uint64_t length, std::set<std::string>& op
   uint64_t used = 0;
   while (used < length) {
     const long start = src.tell();
-    const auto tag = read_varint(src);
+    const auto tag = read_tag(src);
     if (!tag) return false;
-    const uint64_t field = *tag >> 3;
-    const int wire = static_cast<int>(*tag & 7);
+    const auto [field, wire] = *tag;
     if (field == kGraphNode && wire == kLengthDelimited) {
       const auto len = read_varint(src);
       if (!len || *len > kMaxNodeBytes) return false;
@@ -242,10 +250,9 @@ std::optional<std::set<std::string>> read_onnx_op_types(const std::string& path)
   std::set<std::string> ops;
   bool found = false;
   while (!src.at_end()) {
-    const auto tag = read_varint(src);
+    const auto tag = read_tag(src);
     if (!tag) return std::nullopt;
-    const uint64_t field = *tag >> 3;
-    const int wire = static_cast<int>(*tag & 7);
+    const auto [field, wire] = *tag;
     if (field == kGraph && wire == kLengthDelimited) {
       const auto len = read_varint(src);
       if (!len || !parse_graph_ops(src, *len, ops)) return std::nullopt;
