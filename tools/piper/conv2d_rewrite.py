@@ -1,23 +1,49 @@
 #!/usr/bin/env python3
-"""Rewrites a Piper (VITS) voice's 1-D convolutions as 2-D ones of height 1.
+"""Rewrites a Piper (VITS) voice's 1-D convolutions as 2-D ones of height 1, and keeps the
+HiFi-GAN decoder's tensors in ONNX Runtime's blocked-channel (NCHWc) layout between them.
 
     /usr/bin/python3 tools/piper/conv2d_rewrite.py VOICE.onnx VOICE.conv2d.onnx
 
 Why: ONNX Runtime's CPU provider runs a 2-D Conv through its NCHWc kernels (blocked channels,
 AVX-512 here: the layout transformer at the default graph optimisation level), while a 1-D Conv
-goes through im2col and SGEMM. VITS spends ~70 % of a run in the HiFi-GAN decoder's Conv nodes,
-so the same arithmetic in the other layout makes a sentence ~15 % cheaper on this CPU
-(docs/PERFORMANCE.md, "Text-to-speech").
+goes through im2col and SGEMM. VITS spends ~70 % of a run in the decoder's Conv nodes, so the same
+arithmetic in the other layout makes a sentence cheaper on this CPU (docs/PERFORMANCE.md,
+"Text-to-speech"). Between two NCHWc convolutions ONNX Runtime reorders the tensor back to NCHW
+for every node its layout transformer does not know, and LeakyRelu is one of them: in the decoder
+every convolution then paid a ReorderInput and a ReorderOutput (~14 % of a run).
 
-What changes: every Conv / ConvTranspose whose weight is a 3-D initializer [O, I, K] gets the
-weight [O, I, 1, K], the attributes kernel_shape/strides/dilations/output_padding [1, x] and pads
-[0, b, 0, e]; an Unsqueeze (axis 2) before it and a Squeeze (axis 2) after it keep every other
-node and tensor as it was. Nothing else is touched: the audio differs from the original's only by
-float rounding (max |diff| ~1e-5 on a sentence; tests/tts compare the two within 1e-4).
-brisvox's PiperTts loads VOICE.conv2d.onnx instead of VOICE.onnx when it is beside it and newer.
+The passes, each exact or within float rounding:
+1. Every Conv whose weight is a 3-D initializer [O, I, K] gets the weight [O, I, 1, K], the
+   attributes kernel_shape/strides/dilations [1, x] and pads [0, b, 0, e]; an Unsqueeze (axis 2)
+   before it and a Squeeze (axis 2) after it. A ConvTranspose that upsamples by s with a kernel of
+   2s (HiFi-GAN's) becomes its polyphase form: one Conv with s*Cout outputs and a kernel of 2 over
+   the input, whose phases a Reshape/Transpose/Reshape interleaves, trimmed by the padding (ONNX
+   Runtime's ConvTranspose is a GEMM and a col2im pass at half the speed of its NCHWc Conv). Any
+   other 1-D ConvTranspose is made 2-D as a Conv is.
+2. Elementwise nodes (Add, Sub, Mul, Div, LeakyRelu, Relu, Tanh, Sigmoid) whose tensor inputs all
+   have a 4-D form, the others being one-element constants, run on the 4-D tensors instead, and an
+   Unsqueeze of a tensor that has a 4-D form reads that form: the decoder stays 4-D from its first
+   convolution to its last. Nodes left without a use are removed.
+3. Identity depthwise 1x1 convolutions (weight 1, no bias: x * 1 = x exactly) where a tensor would
+   otherwise leave the NCHWc layout: after each upsampler (its output feeds the residual Adds), and
+   before each LeakyRelu whose input comes from the NCHWc side but is not a convolution's only use
+   (a residual branch point). ONNX Runtime fuses Conv + LeakyRelu into one NCHWc convolution, so
+   the activation costs the same pass it did, and the Adds stay NCHWc. Only for channel counts that
+   are multiples of 16 (the NCHWc block on AVX-512; a multiple of AVX2's 8 too).
+4. value_info giving every decoder stage's tensors one symbolic length, so that ONNX Runtime can
+   prove a residual Add's inputs have one shape and fold the Add into the convolution before it.
 
-Uses Debian's python3-onnx. Refuses a graph without any 1-D convolution.
+Measured (docs/PERFORMANCE.md, "Text-to-speech"): passes 2-4 make a sentence ~9 % cheaper than
+pass 1 alone did, which was ~15 % cheaper than the voice as shipped.
+
+The audio differs from the original's only by float rounding (max |diff| ~4e-5 on a sentence;
+tests/tts compare the two within 1e-4). brisvox's PiperTts loads VOICE.conv2d.onnx instead of
+VOICE.onnx when it is beside it and not older.
+
+Uses Debian's python3-onnx. Refuses a graph without any 1-D convolution. Deterministic: the same
+voice gives the same bytes (scripts/deps.sha256 lists them).
 """
+import collections
 import sys
 
 import numpy as np
@@ -25,6 +51,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 AXIS = "brisvox_conv2d_axis"
+ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "LeakyRelu", "Relu", "Tanh", "Sigmoid"}
+NCHWC_BLOCK = 16
 
 
 def conv_2d_attributes(node, kernel_width):
@@ -45,9 +73,225 @@ def conv_2d_attributes(node, kernel_width):
     return out
 
 
+def polyphase_weights(w, bias, stride):
+    """A ConvTranspose weight [Cin, Cout, 2s] as the weight [Cout*s, Cin, 1, 2] of a Conv over the
+    input (and its bias repeated per phase): output sample q*s + r - p is phase r at position q,
+    which reads input q (tap r of the kernel) and q - 1 (tap r + s)."""
+    cin, cout, _ = w.shape
+    phases = np.empty((cout, stride, cin, 2), np.float32)
+    phases[..., 0] = w[:, :, stride:].transpose(1, 2, 0)
+    phases[..., 1] = w[:, :, :stride].transpose(1, 2, 0)
+    repeated = None if bias is None else np.repeat(bias, stride).astype(np.float32)
+    return phases.reshape(cout * stride, cin, 1, 2), repeated
+
+
+def polyphase_shape(node, w):
+    """(stride, pad) when the ConvTranspose is an upsampler with kernel 2*stride (HiFi-GAN's), else None."""
+    a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+    stride = a.get("strides", [1])[0]
+    pads = a.get("pads", [0, 0])
+    if (w.shape[2] != 2 * stride or stride < 2 or pads[0] != pads[1] or a.get("group", 1) != 1
+            or a.get("dilations", [1])[0] != 1 or any(a.get("output_padding", [0])) or "output_shape" in a):
+        return None
+    return stride, pads[0]
+
+
+def convs_to_2d(graph, initializers):
+    """Pass 1. Returns the new node list, the 4-D form of each Squeeze output, the output channel
+    count of each 2-D convolution's output, and the 4-D tensors made outside the NCHWc layout
+    (the upsamplers' outputs), which pass 3 bridges back into it."""
+    nodes, four_d, channels, upsampled = [], {}, {}, set()
+    for node in graph.node:
+        weight = initializers.get(node.input[1]) if len(node.input) > 1 else None
+        if node.op_type not in ("Conv", "ConvTranspose") or weight is None or len(weight.dims) != 3:
+            nodes.append(node)
+            continue
+        w = numpy_helper.to_array(weight)
+        x4, y4 = node.output[0] + "_brisvox_in4d", node.output[0] + "_brisvox_out4d"
+        nodes.append(helper.make_node("Unsqueeze", [node.input[0], AXIS], [x4], name=node.name + "_brisvox_unsqueeze"))
+        shape = polyphase_shape(node, w) if node.op_type == "ConvTranspose" else None
+        if shape is not None:
+            nodes += polyphase_nodes(node, w, shape, x4, y4, graph, initializers)
+            upsampled.add(y4)
+            channels[y4] = w.shape[1]
+        else:
+            weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(w[:, :, None, :]), weight.name))
+            nodes.append(helper.make_node(node.op_type, [x4] + list(node.input[1:]), [y4], name=node.name,
+                                          **conv_2d_attributes(node, w.shape[2])))
+            group = next((a.i for a in node.attribute if a.name == "group"), 1)
+            channels[y4] = w.shape[0] if node.op_type == "Conv" else w.shape[1] * group
+        nodes.append(helper.make_node("Squeeze", [y4, AXIS], [node.output[0]], name=node.name + "_brisvox_squeeze"))
+        four_d[node.output[0]] = y4
+    return nodes, four_d, channels, upsampled
+
+
+def polyphase_nodes(node, w, shape, x4, y4, graph, initializers):
+    """Pass 1 for an upsampler: ONNX Runtime's ConvTranspose is a GEMM and a col2im pass (half this
+    CPU's peak in a profile); the same sums as one Conv with stride*Cout outputs (the NCHWc kernels),
+    whose phases are then interleaved: [N, Cout*s, 1, Q+1] -> [N, Cout, s, Q+1] -> [N, Cout, Q+1, s]
+    -> [N, Cout, 1, (Q+1)*s], less p samples at each end. Exact up to float rounding."""
+    stride, pad = shape
+    cout = w.shape[1]
+    bias = numpy_helper.to_array(initializers[node.input[2]]) if len(node.input) > 2 else None
+    phases, repeated = polyphase_weights(w, bias, stride)
+    base = node.name + "_brisvox_polyphase"
+
+    def const(suffix, array):
+        graph.initializer.append(numpy_helper.from_array(array, base + suffix))
+        return base + suffix
+
+    inputs = [x4, const("_weight", phases)] + ([const("_bias", repeated)] if repeated is not None else [])
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    return [
+        helper.make_node("Conv", inputs, [base + "_phases"], name=base, kernel_shape=[1, 2], pads=[0, 1, 0, 1]),
+        helper.make_node("Reshape", [base + "_phases", const("_split_shape", i64([0, cout, stride, -1]))], [base + "_split"],
+                         name=base + "_split"),
+        helper.make_node("Transpose", [base + "_split"], [base + "_interleaved"], name=base + "_interleave",
+                         perm=[0, 1, 3, 2]),
+        helper.make_node("Reshape", [base + "_interleaved", const("_row_shape", i64([0, cout, 1, -1]))], [base + "_row"],
+                         name=base + "_row"),
+        helper.make_node("Slice", [base + "_row", const("_starts", i64([pad])), const("_ends", i64([-(stride - pad)])),
+                                   const("_axes", i64([3]))], [y4], name=base + "_trim"),
+    ]
+
+
+def one_element_constants(graph, initializers):
+    values = {name: numpy_helper.to_array(t) for name, t in initializers.items() if int(np.prod(t.dims)) == 1}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value" and int(np.prod(a.t.dims)) == 1:
+                    values[node.output[0]] = numpy_helper.to_array(a.t)
+    return values
+
+
+def lift_elementwise(nodes, four_d, channels, constants):
+    """Pass 2: elementwise nodes on 4-D forms; Unsqueeze(Squeeze(y)) read as y."""
+    lifted, out = 0, []
+    for node in nodes:
+        out.append(node)
+        if node.op_type not in ELEMENTWISE:
+            continue
+        tensors = [i for i in node.input if i not in constants]
+        if not tensors or not all(i in four_d for i in tensors):
+            continue
+        y4 = node.output[0] + "_brisvox_4d"
+        lifted_node = helper.make_node(node.op_type, [four_d.get(i, i) for i in node.input], [y4],
+                                       name=node.name + "_brisvox_4d")
+        lifted_node.attribute.extend(node.attribute)
+        out.append(lifted_node)
+        four_d[node.output[0]] = y4
+        known = [channels[four_d[i]] for i in tensors if four_d[i] in channels]
+        if known:
+            channels[y4] = known[0]
+        lifted += 1
+    alias = {}
+    kept = []
+    for node in out:
+        if node.op_type == "Unsqueeze" and node.input[1:] == [AXIS] and node.input[0] in four_d:
+            alias[node.output[0]] = four_d[node.input[0]]
+        else:
+            kept.append(node)
+    for node in kept:
+        for k, name in enumerate(node.input):
+            node.input[k] = alias.get(name, name)
+    return kept, lifted
+
+
+def add_nchwc_bridges(nodes, channels, upsampled, graph):
+    """Pass 3: identity depthwise convolutions after the upsamplers and before branch-point LeakyRelu."""
+    uses = collections.Counter(i for n in nodes for i in n.input)
+    producer = {o: n for n in nodes for o in n.output}
+
+    def identity(x, c, name):
+        weight = name + "_weight"
+        graph.initializer.append(numpy_helper.from_array(np.ones((c, 1, 1, 1), np.float32), weight))
+        return helper.make_node("Conv", [x, weight], [name + "_output"], name=name, group=int(c),
+                                kernel_shape=[1, 1])
+
+    def on_nchwc_side(name, seen=0):
+        """Made by a 2-D Conv (or a bridge), or by Adds of such tensors."""
+        node = producer.get(name)
+        if node is None or seen > 64:
+            return False
+        if node.op_type == "Conv":
+            return channels.get(name, 0) % NCHWC_BLOCK == 0 and channels.get(name, 0) > 0
+        if node.op_type == "Add":
+            return all(on_nchwc_side(i, seen + 1) for i in node.input)
+        return False
+
+    out, renamed, bridges = [], {}, 0
+    for node in nodes:
+        for k, name in enumerate(node.input):
+            node.input[k] = renamed.get(name, name)
+        if node.op_type == "LeakyRelu" and node.output[0].endswith("_brisvox_4d"):
+            x = node.input[0]
+            made_by = producer.get(x)
+            convs_only_use = made_by is not None and made_by.op_type == "Conv" and uses[x] == 1
+            if not convs_only_use and on_nchwc_side(x):
+                bridge = identity(x, channels[x], node.name + "_brisvox_nchwc")
+                out.append(bridge)
+                node.input[0] = bridge.output[0]
+                bridges += 1
+        out.append(node)
+        if node.output[0] in upsampled or (node.op_type == "ConvTranspose" and node.output[0] in channels):
+            y = node.output[0]
+            c = channels[y]
+            if c % NCHWC_BLOCK == 0:
+                bridge = identity(y, c, node.name + "_brisvox_nchwc")
+                out.append(bridge)
+                renamed[y] = bridge.output[0]
+                channels[bridge.output[0]] = c
+                producer[bridge.output[0]] = bridge
+                bridges += 1
+    return out, bridges
+
+
+def add_length_hints(graph, nodes, channels, upsampled):
+    """Pass 4: value_info naming each decoder stage's length. ONNX Runtime folds a residual Add into
+    the NCHWc convolution before it only when it can prove both inputs have one shape, and its own
+    tracking gives up at a dilated convolution (most of the resblocks'). A symbolic length per stage
+    (the upsampler's output; kept by 'same' stride-1 convolutions and elementwise nodes) proves it:
+    the Adds then cost nothing of their own (~6 % of a run)."""
+    initializers = {i.name: i for i in graph.initializer}
+    length, stage = {}, 0
+    for node in nodes:
+        y = node.output[0]
+        if y in upsampled:
+            stage += 1
+            length[y] = f"brisvox_decoder_length_{stage}"
+        elif node.op_type == "Conv" and node.input[0] in length and node.input[1] in initializers:
+            a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+            k = initializers[node.input[1]].dims[-1]
+            d = a.get("dilations", [1, 1])[-1]
+            pads = a.get("pads", [0, 0, 0, 0])
+            if a.get("strides", [1, 1])[-1] == 1 and pads[1] + pads[3] == d * (k - 1):
+                length[y] = length[node.input[0]]
+        elif node.op_type in ELEMENTWISE and any(i in length for i in node.input):
+            length[y] = next(length[i] for i in node.input if i in length)
+    hinted = 0
+    for node in nodes:
+        y = node.output[0]
+        if node.op_type in ("Conv", "Add") and y in length:
+            graph.value_info.append(helper.make_tensor_value_info(
+                y, onnx.TensorProto.FLOAT, ["brisvox_batch", channels.get(y), 1, length[y]]))
+            hinted += 1
+    return hinted
+
+
+def remove_unused(graph, nodes):
+    outputs = {o.name for o in graph.output}
+    while True:
+        used = {i for n in nodes for i in n.input} | outputs
+        kept = [n for n in nodes if any(o in used for o in n.output)]
+        if len(kept) == len(nodes):
+            return nodes
+        nodes = kept
+
+
 def main() -> int:
     if len(sys.argv) != 3:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print(__doc__.strip().splitlines()[3].strip(), file=sys.stderr)
         return 2
     src, dst = sys.argv[1], sys.argv[2]
     model = onnx.load(src)
@@ -56,31 +300,28 @@ def main() -> int:
     if AXIS in initializers:
         print(f"{src}: already rewritten", file=sys.stderr)
         return 1
-    nodes = []
-    rewritten = 0
-    for node in graph.node:
-        weight = initializers.get(node.input[1]) if len(node.input) > 1 else None
-        if node.op_type not in ("Conv", "ConvTranspose") or weight is None or len(weight.dims) != 3:
-            nodes.append(node)
-            continue
-        rewritten += 1
-        w = numpy_helper.to_array(weight)
-        weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(w[:, :, None, :]), weight.name))
-        x4, y4 = node.output[0] + "_brisvox_in4d", node.output[0] + "_brisvox_out4d"
-        nodes.append(helper.make_node("Unsqueeze", [node.input[0], AXIS], [x4], name=node.name + "_brisvox_unsqueeze"))
-        nodes.append(helper.make_node(node.op_type, [x4] + list(node.input[1:]), [y4], name=node.name,
-                                      **conv_2d_attributes(node, w.shape[2])))
-        nodes.append(helper.make_node("Squeeze", [y4, AXIS], [node.output[0]], name=node.name + "_brisvox_squeeze"))
+    constants = one_element_constants(graph, initializers)
+    nodes, four_d, channels, upsampled = convs_to_2d(graph, initializers)
+    rewritten = len(four_d)
     if rewritten == 0:
         print(f"{src}: no 1-D Conv or ConvTranspose with a constant weight", file=sys.stderr)
         return 1
     graph.initializer.append(numpy_helper.from_array(np.array([2], dtype=np.int64), AXIS))
+    nodes, lifted = lift_elementwise(nodes, four_d, channels, constants)
+    nodes, bridges = add_nchwc_bridges(nodes, channels, upsampled, graph)
+    nodes = remove_unused(graph, nodes)
+    used = {i for n in nodes for i in n.input}
+    kept_initializers = [i for i in graph.initializer if i.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept_initializers)
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.value_info[:]  # the rewritten tensors' shapes changed; ONNX Runtime infers them again
+    hints = add_length_hints(graph, nodes, channels, upsampled)
     onnx.checker.check_model(model)
     onnx.save(model, dst)
-    print(f"{dst}: {rewritten} convolutions rewritten as 2-D", file=sys.stderr)
+    print(f"{dst}: {rewritten} convolutions rewritten as 2-D, {lifted} elementwise nodes kept 4-D, "
+          f"{bridges} NCHWc bridges, {hints} length hints", file=sys.stderr)
     return 0
 
 
