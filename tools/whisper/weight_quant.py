@@ -82,7 +82,9 @@ def quantize_linear_layers(model: onnx.ModelProto) -> int:
     nodes = list(graph.node)
     for node in nodes:
         w = _weight_nk(node, inits)
-        if w is None or w.shape[1] % BLOCK != 0:
+        # N = 1 is a reduction, not a linear layer (the encoder's layer norms take their row means
+        # as a MatMul with a 1/d column): it stays float.
+        if w is None or w.shape[1] % BLOCK != 0 or w.shape[0] == 1:
             continue
         n, k = w.shape
         q, scales = quantize_blocks(w)
@@ -133,6 +135,8 @@ def quantize_linear_layers_dynamic(model: onnx.ModelProto) -> int:
     rewritten = 0
     for node in list(graph.node):
         if node.op_type != "MatMul" or node.input[1] not in inits or len(inits[node.input[1]].dims) != 2:
+            continue
+        if inits[node.input[1]].dims[1] == 1:  # a reduction (a layer norm's row mean): stays float
             continue
         q, scales = quantize_columns(numpy_helper.to_array(inits[node.input[1]]))
         base = f"{node.output[0]}_dq8"
