@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """100 concurrent Pipecat calls in one process, BrisvoxVADAnalyzer vs SileroVADAnalyzer.
 
-    PYTHONPATH=<installed brisvox> .venv/bin/python bench/pipecat_calls.py [--calls 100] [--seconds 28]
+    PYTHONPATH=<installed brisvox> .venv/bin/python bench/pipecat_calls.py [--calls 100] [--seconds 28] [--max-backlog-s 1]
 
 Each call is a real Pipecat pipeline (tests/python/pipecat_harness.py: VADProcessor(analyzer) ->
 Recorder) fed third_party/audio/sample.wav (28.4 s of read speech, 16 kHz) in 20 ms
@@ -14,7 +14,10 @@ memory is not shared between them), plus one with a null analyzer, and prints th
   keep up in real time still measures the same work); and the same minus a run with a null
   analyzer (constant confidence, no model), which is what the pipeline itself costs;
 - memory per call: (peak RSS during the run - RSS after the imports) / calls, so brisvox's one
-  engine is included, amortised;
+  engine is included, amortised. Where the machine cannot keep up in real time (100 calls on 2
+  cores), each call's frames pile up in its pipeline's queues, so the figure grows with how far
+  behind a run fell; --max-backlog-s (default 1 s) bounds that queue (the feeder waits), the same
+  for every analyzer, so that memory measures the analyzers (docs/PYTHON.md);
 - transitions: the share of SileroVADAnalyzer's speaking/quiet transitions that
   BrisvoxVADAnalyzer makes within 64 ms (same call, same kind).
 """
@@ -44,7 +47,7 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1) -> dict:
+def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1, max_backlog_s: float | None = None) -> dict:
     import numpy as np
     from loguru import logger
     from pipecat.audio.vad.vad_analyzer import VADAnalyzer
@@ -91,7 +94,8 @@ def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1) -
 
     async def run_all():
         analyzers = [make() for _ in range(calls)]
-        return await asyncio.gather(*(run_call(a, c, rate, realtime=True) for a, c in zip(analyzers, clips)))
+        return await asyncio.gather(*(run_call(a, c, rate, realtime=True, max_backlog_s=max_backlog_s)
+                                      for a, c in zip(analyzers, clips)))
 
     cpu0, wall0 = cpu_seconds(), time.monotonic()
     recorders = asyncio.run(run_all())
@@ -108,6 +112,7 @@ def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1) -
 def run_child(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
            "--vad-gather-us", str(args.vad_gather_us)]
+    cmd += ["--max-backlog-s", str(args.max_backlog_s)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -119,10 +124,15 @@ def main():
     p.add_argument("--save", help="write the three runs' raw results (JSON) here")
     p.add_argument("--vad-gather-us", type=int, default=-1,
                    help="the brisvox engine's vad_gather_wait_us (-1: its default, 2000)")
+    p.add_argument("--max-backlog-s", type=float, default=1.0,
+                   help="each call's feeder waits while more than this much of its audio is queued in the pipeline "
+                        "(default 1; negative: never waits, and where the machine cannot keep up, memory then "
+                        "measures the backlog)")
     p.add_argument("--child", choices=["brisvox", "silero", "null"], help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.calls, args.seconds, args.vad_gather_us)))
+        backlog = args.max_backlog_s if args.max_backlog_s >= 0 else None
+        print(json.dumps(child(args.child, args.calls, args.seconds, args.vad_gather_us, backlog)))
         return
 
     from pipecat_harness import match_transitions

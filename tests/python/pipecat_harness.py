@@ -38,9 +38,13 @@ class Recorder(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-async def run_call(analyzer, audio: np.ndarray, sample_rate: int, realtime: bool = False) -> Recorder:
+async def run_call(analyzer, audio: np.ndarray, sample_rate: int, realtime: bool = False,
+                   max_backlog_s: float | None = None) -> Recorder:
     """Runs one call: `audio` (int16) through VADProcessor(analyzer) in FRAME_MS frames, then
-    EndFrame. realtime: frames are paced at the audio's rate (as a transport delivers them)."""
+    EndFrame. realtime: frames are paced at the audio's rate (as a transport delivers them).
+    max_backlog_s: the feeder waits while more than this much queued audio has not reached the
+    Recorder (None: it never waits, and on a machine that cannot keep up the frames pile up in the
+    pipeline's queues, so the process's memory then measures how far behind it fell)."""
     recorder = Recorder(sample_rate)
     task = PipelineTask(Pipeline([VADProcessor(vad_analyzer=analyzer), recorder]),
                         params=PipelineParams(audio_in_sample_rate=sample_rate),
@@ -55,6 +59,9 @@ async def run_call(analyzer, audio: np.ndarray, sample_rate: int, realtime: bool
                 delay = start + n * FRAME_MS / 1000 - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
+            if max_backlog_s is not None:
+                while i - recorder.samples > max_backlog_s * sample_rate:
+                    await asyncio.sleep(FRAME_MS / 1000)
             await task.queue_frame(InputAudioRawFrame(audio=audio[i:i + step].tobytes(),
                                                       sample_rate=sample_rate, num_channels=1))
         await task.queue_frame(EndFrame())
