@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Times two or more renditions of one model side by side on ONNX Runtime 1.29 (the release brisvox
+links), one intra-op thread, the sessions alternated run by run, and says how far their outputs
+are apart. For a graph rewrite's before/after (docs/PERFORMANCE.md).
+
+    .venv/bin/python tools/ort_ab.py piper [--phonemes 60] [--rounds 20] VOICE.onnx VOICE.conv2d.onnx ...
+    .venv/bin/python tools/ort_ab.py whisper-encoder [--frames 3000] [--rounds 10] A/encoder.onnx B/encoder.onnx ...
+
+piper: a Piper voice run on `phonemes` random phoneme ids (as Piper spaces them: ^, id, pad, ...,
+$), noise scales 0 (deterministic), length scale 1. whisper-encoder: a brisvox-layout encoder on a
+random log-mel window of `frames` frames. The CPU arena is on for both (as brisvox's sessions).
+Prints, per file: the largest output difference from the first file, and the min and median
+process CPU time per run. Uses third_party/onnxruntime-python (scripts/setup.sh) and the venv's
+numpy.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "third_party/onnxruntime-python"))
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+
+def piper_feeds(phonemes: int) -> dict:
+    rng = np.random.default_rng(0)
+    ids = [1, 0]
+    for p in rng.integers(14, 120, size=phonemes):
+        ids += [int(p), 0]
+    ids.append(2)
+    x = np.array([ids], dtype=np.int64)
+    return {"input": x, "input_lengths": np.array([x.shape[1]], dtype=np.int64),
+            "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32)}
+
+
+def encoder_feeds(frames: int) -> dict:
+    rng = np.random.default_rng(0)
+    return {"mel": (rng.standard_normal((1, 80, frames)) * 0.3).astype(np.float32)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kind", choices=["piper", "whisper-encoder"])
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--phonemes", type=int, default=60)
+    ap.add_argument("--frames", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=10)
+    args = ap.parse_args()
+    if ort.__version__ != "1.29.0":
+        print(f"warning: onnxruntime {ort.__version__}, not brisvox's 1.29.0 (run scripts/setup.sh)", file=sys.stderr)
+    ort.set_default_logger_severity(3)
+    feeds = piper_feeds(args.phonemes) if args.kind == "piper" else encoder_feeds(args.frames)
+    sessions = []
+    for f in args.files:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.enable_cpu_mem_arena = True
+        sessions.append(ort.InferenceSession(f, so, providers=["CPUExecutionProvider"]))
+    outputs = [s.run(None, feeds)[0] for s in sessions]  # also the warm-up
+    times = [[] for _ in sessions]
+    for _ in range(args.rounds):
+        for k, s in enumerate(sessions):
+            t = time.process_time()
+            s.run(None, feeds)
+            times[k].append(time.process_time() - t)
+    what = f"{args.phonemes} phonemes" if args.kind == "piper" else f"{args.frames} frames"
+    print(f"{args.kind}, {what}, output {tuple(outputs[0].shape)}, {args.rounds} rounds, one thread, "
+          f"onnxruntime {ort.__version__}, load average {os.getloadavg()[0]:.2f}")
+    scale = float(np.abs(outputs[0]).max())
+    for f, out, t in zip(args.files, outputs, times):
+        diff = float(np.abs(out - outputs[0]).max()) if out.shape == outputs[0].shape else float("nan")
+        print(f"  {f}: max |diff| {diff:.2e} (of {scale:.2f}); CPU per run min {1000 * min(t):.1f} ms, "
+              f"median {1000 * float(np.median(t)):.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
