@@ -466,7 +466,7 @@ std::vector<float> Stream::read_audio_payload(const Event& event) {
 }
 
 bool Stream::wait_events(std::chrono::microseconds timeout) {
-  return slot_ && engine::wait_for_events(slot_->events, timeout);
+  return slot_ && engine::wait_for_events(slot_->events, slot_->events_wake, timeout);
 }
 
 std::string Stream::last_error() const {

@@ -159,7 +159,7 @@ std::vector<float> Speech::read_audio_payload(const Event& event) {
 }
 
 bool Speech::wait_events(std::chrono::microseconds timeout) {
-  return slot_ && engine::wait_for_events(slot_->events, timeout);
+  return slot_ && engine::wait_for_events(slot_->events, slot_->events_wake, timeout);
 }
 
 std::string Speech::last_error() const {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <new>
 
@@ -111,20 +112,35 @@ TEST(WarmPathAllocations, TheEngineAddsNoneToOrts) {
   auto one_round = [&](int round) {
     const std::size_t offset = static_cast<std::size_t>(round % 800) * 512;
     for (auto& s : streams) s.push(std::span(audio.samples).subspan(offset, 512));
+    // Until each stream's probability of this frame: a speech event of the segmenter may come
+    // from the same frame, and is read on the way (the reader wakes at the first event written).
     for (auto& s : streams) {
-      std::size_t got = 0;
-      while (got == 0) {
-        got = s.poll(events);
+      bool probability = false;
+      while (!probability) {
+        const std::size_t got = s.poll(events);
+        for (std::size_t i = 0; i < got; ++i) probability |= events[i].type == EventType::kVadProbability;
         if (got == 0) s.wait_events(std::chrono::milliseconds(100));
       }
     }
   };
+  // A reader sees a frame's event the moment the worker emits it, before the worker has counted
+  // the batch in the engine's stats: wait until the stats have every frame so far.
+  auto settled_stats = [&](int rounds) {
+    const auto frames = static_cast<std::uint64_t>(rounds * kStreams);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    EngineStats st = engine.stats();
+    while (st.frames_processed() < frames && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      st = engine.stats();
+    }
+    return st;
+  };
   for (int r = 0; r < kWarmups; ++r) one_round(r);
-  const EngineStats before = engine.stats();
+  const EngineStats before = settled_stats(kWarmups);
   const Counted c = Counted::over([&] {
     for (int r = 0; r < kMeasured; ++r) one_round(kWarmups + r);
   });
-  const EngineStats after = engine.stats();
+  const EngineStats after = settled_stats(kWarmups + kMeasured);
   const std::uint64_t batches = after.model("vad").runs - before.model("vad").runs;
   ASSERT_EQ(after.frames_processed() - before.frames_processed(), static_cast<std::uint64_t>(kMeasured * kStreams));
   std::printf("engine: %llu allocations over %llu batches (%.3f per batch); bare ORT: %.3f per Run\n",

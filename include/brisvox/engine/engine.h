@@ -106,7 +106,8 @@ class Stream {
   std::vector<float> read_audio_payload(const Event& event);
   // The transcript a kTranscript event carries; nullopt when its payload is gone. Allocates.
   std::optional<Transcript> read_transcript(const Event& event);
-  // Waits until an event is pending or the timeout. True if one is.
+  // Waits until an event is pending or the timeout. True if one is. Consumer thread; sleeps until
+  // the worker that writes the event wakes it (no polling).
   bool wait_events(std::chrono::microseconds timeout);
 
   // Message of the last kError event ("" if none). Valid until the next error of this stream.

@@ -133,7 +133,8 @@ class Speech {
   std::size_t read_payload(const Event& event, std::span<std::byte> out);
   // The same as float samples (allocates the vector); empty when the payload is gone.
   std::vector<float> read_audio_payload(const Event& event);
-  // Waits until an event is pending or the timeout. True if one is.
+  // Waits until an event is pending or the timeout. True if one is. Sleeps until the worker that
+  // writes the event wakes it (no polling).
   bool wait_events(std::chrono::microseconds timeout);
   // Message of the last kError event ("" if none).
   std::string last_error() const;

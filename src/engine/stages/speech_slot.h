@@ -27,6 +27,7 @@
 #include "engine/pool/pool_job.h"
 #include "engine/stream/payload_channel.h"
 #include "engine/stream/spsc_ring.h"
+#include "engine/stream/wait_for_events.h"
 
 namespace brisvox::engine {
 
@@ -100,6 +101,7 @@ struct SpeechSlot : PoolJob {
 
   // --- events and payloads (worker -> reader) -------------------------------------------------
   SpscRing<Event> events;
+  ReaderWake events_wake;                // wakes a reader blocked in Speech::wait_events
   PayloadChannel payloads;
   std::uint32_t next_payload_id = 1;     // worker
   std::atomic<std::uint64_t> payloads_skipped{0};  // reader

@@ -294,6 +294,7 @@ bool TtsAdapter::deliver(SpeechSlot& s) {
         if (p.last_piece) ++s.delivered_sentences;
       }
       s.events.write(std::span<const Event>(&p.event, 1));
+      s.events_wake.published();
       s.outbox.pop_front();
       wrote = true;
     }

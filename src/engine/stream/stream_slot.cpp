@@ -76,6 +76,7 @@ bool StreamSlot::emit(const Event& event) {
     return false;
   }
   events.write(std::span(&event, 1));
+  events_wake.published();
   return true;
 }
 

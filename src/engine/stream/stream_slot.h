@@ -26,6 +26,7 @@
 #include "engine/stream/audio_history.h"
 #include "engine/stream/payload_channel.h"
 #include "engine/stream/spsc_ring.h"
+#include "engine/stream/wait_for_events.h"
 
 namespace brisvox::engine {
 
@@ -101,6 +102,7 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
 
   // --- events and payloads (worker -> reader) -----------------------------------------------
   SpscRing<Event> events;
+  ReaderWake events_wake;  // emit() wakes a reader blocked in Stream::wait_events
   std::atomic<std::uint64_t> events_dropped{0};
   std::unique_ptr<PayloadChannel> payloads;  // only when a stage produces payloads
   std::uint32_t next_payload_id = 1;          // worker
