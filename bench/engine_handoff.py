@@ -30,8 +30,9 @@ def main() -> int:
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--vad-workers", type=int, default=0, help="Engine's (0: one per core)")
+    ap.add_argument("--vad-gather-us", type=int, default=-1, help="Engine's vad_gather_wait_us (-1: its default)")
     args = ap.parse_args()
-    engine = brisvox.Engine(vad_model="v6", vad_workers=args.vad_workers)
+    engine = brisvox.Engine(vad_model="v6", vad_workers=args.vad_workers, vad_gather_wait_us=args.vad_gather_us)
     audio = (np.random.default_rng(0).standard_normal(16000 * 4) * 3000).astype(np.int16)
     windows = [0] * args.streams
     start = time.monotonic()
