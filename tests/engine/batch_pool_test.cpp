@@ -186,7 +186,6 @@ TEST(BatchPool, TheKeyWhoseOldestJobIsDueFirstRunsFirst) {
 TEST(BatchPool, JobsOfSeveralStepsStayPinnedAndJoinOrLeaveBetweenSteps) {
   Log log;
   SumPool pool(spec(2, 8, 1000), PoolShape{1, 64}, [&](int) { return SumAdapter(8, log); });
-  pool.start();
   std::vector<SumJob> jobs(20);
   int total_steps = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -194,8 +193,12 @@ TEST(BatchPool, JobsOfSeveralStepsStayPinnedAndJoinOrLeaveBetweenSteps) {
     jobs[i].input = static_cast<std::int64_t>(i) + 1;
     total_steps += jobs[i].steps_left;
   }
-  // Half join at once, the rest while the first are between steps.
+  // Half are queued before the workers start, so that their first steps share runs however the
+  // threads are scheduled (submitted one by one to running workers, on a loaded machine each job
+  // could run all its steps before the next arrived: CI saw 77 runs for 77 steps); the rest join
+  // while the first are between steps.
   for (std::size_t i = 0; i < 10; ++i) submit(pool, jobs[i]);
+  pool.start();
   std::this_thread::sleep_for(2ms);
   for (std::size_t i = 10; i < jobs.size(); ++i) submit(pool, jobs[i]);
   std::vector<int> pinned;
