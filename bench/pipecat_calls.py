@@ -111,8 +111,7 @@ def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1, m
 
 def run_child(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
-           "--vad-gather-us", str(args.vad_gather_us)]
-    cmd += ["--max-backlog-s", str(args.max_backlog_s)]
+           "--vad-gather-us", str(args.vad_gather_us), "--max-backlog-s", str(args.max_backlog_s)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 

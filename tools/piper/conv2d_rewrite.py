@@ -98,8 +98,9 @@ def polyphase_shape(node, w):
 
 def convs_to_2d(graph, initializers):
     """Pass 1. Returns the new node list, the 4-D form of each Squeeze output, the output channel
-    count of each 2-D convolution's output, and the 4-D tensors made outside the NCHWc layout
-    (the upsamplers' outputs), which pass 3 bridges back into it."""
+    count of each 2-D convolution's output, and the upsamplers' 4-D outputs (ConvTranspose, polyphase
+    or not: made outside the NCHWc layout, which pass 3 bridges them back into, and each the start of
+    a decoder stage for pass 4)."""
     nodes, four_d, channels, upsampled = [], {}, {}, set()
     for node in graph.node:
         weight = initializers.get(node.input[1]) if len(node.input) > 1 else None
@@ -110,9 +111,10 @@ def convs_to_2d(graph, initializers):
         x4, y4 = node.output[0] + "_brisvox_in4d", node.output[0] + "_brisvox_out4d"
         nodes.append(helper.make_node("Unsqueeze", [node.input[0], AXIS], [x4], name=node.name + "_brisvox_unsqueeze"))
         shape = polyphase_shape(node, w) if node.op_type == "ConvTranspose" else None
+        if node.op_type == "ConvTranspose":
+            upsampled.add(y4)
         if shape is not None:
             nodes += polyphase_nodes(node, w, shape, x4, y4, graph, initializers)
-            upsampled.add(y4)
             channels[y4] = w.shape[1]
         else:
             weight.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(w[:, :, None, :]), weight.name))
@@ -156,13 +158,12 @@ def polyphase_nodes(node, w, shape, x4, y4, graph, initializers):
 
 
 def one_element_constants(graph, initializers):
-    values = {name: numpy_helper.to_array(t) for name, t in initializers.items() if int(np.prod(t.dims)) == 1}
+    """The names of one-element constants (initializers and Constant nodes)."""
+    names = {name for name, t in initializers.items() if int(np.prod(t.dims)) == 1}
     for node in graph.node:
-        if node.op_type == "Constant":
-            for a in node.attribute:
-                if a.name == "value" and int(np.prod(a.t.dims)) == 1:
-                    values[node.output[0]] = numpy_helper.to_array(a.t)
-    return values
+        if node.op_type == "Constant" and any(a.name == "value" and int(np.prod(a.t.dims)) == 1 for a in node.attribute):
+            names.add(node.output[0])
+    return names
 
 
 def lift_elementwise(nodes, four_d, channels, constants):
@@ -234,7 +235,7 @@ def add_nchwc_bridges(nodes, channels, upsampled, graph):
                 node.input[0] = bridge.output[0]
                 bridges += 1
         out.append(node)
-        if node.output[0] in upsampled or (node.op_type == "ConvTranspose" and node.output[0] in channels):
+        if node.output[0] in upsampled:
             y = node.output[0]
             c = channels[y]
             if c % NCHWC_BLOCK == 0:

@@ -58,6 +58,12 @@ def dequantize_blocks(q: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return ((q.astype(np.float32) - 2 ** (BITS - 1)) * scales.reshape(n, nb, 1)).reshape(n, nb * BLOCK)
 
 
+def _is_row_mean(dims) -> bool:
+    """A [K, 1] weight is a reduction, not a linear layer (the encoder's layer norms take their row
+    means as a MatMul with a 1/d column): it stays float."""
+    return len(dims) == 2 and dims[1] == 1
+
+
 def _weight_nk(node, inits):
     """The node's constant weight as [N, K], or None when the node is not a plain linear layer."""
     if len(node.input) < 2 or node.input[1] not in inits:
@@ -82,9 +88,7 @@ def quantize_linear_layers(model: onnx.ModelProto) -> int:
     nodes = list(graph.node)
     for node in nodes:
         w = _weight_nk(node, inits)
-        # N = 1 is a reduction, not a linear layer (the encoder's layer norms take their row means
-        # as a MatMul with a 1/d column): it stays float.
-        if w is None or w.shape[1] % BLOCK != 0 or w.shape[0] == 1:
+        if w is None or w.shape[1] % BLOCK != 0 or _is_row_mean(w.T.shape):
             continue
         n, k = w.shape
         q, scales = quantize_blocks(w)
@@ -136,7 +140,7 @@ def quantize_linear_layers_dynamic(model: onnx.ModelProto) -> int:
     for node in list(graph.node):
         if node.op_type != "MatMul" or node.input[1] not in inits or len(inits[node.input[1]].dims) != 2:
             continue
-        if inits[node.input[1]].dims[1] == 1:  # a reduction (a layer norm's row mean): stays float
+        if _is_row_mean(inits[node.input[1]].dims):
             continue
         q, scales = quantize_columns(numpy_helper.to_array(inits[node.input[1]]))
         base = f"{node.output[0]}_dq8"
