@@ -2,7 +2,10 @@
 // computes sigmoid(4 * mean(features) - 1), so every verdict can be predicted offline.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/audio/resampler.h"
@@ -129,6 +132,53 @@ TEST(EngineTurns, EightKilohertzTurnsAreUpsampledForTheModel) {
     }
   }
   EXPECT_EQ(turn_ends, 1);
+}
+
+// A reader that learns of events only through on_events (the server's strands, Python's event
+// loops) must hear of a verdict that arrives after the stream's last frame: the verdict is written
+// when the worker picks up the turn mailbox, with no frame to run then.
+TEST(EngineTurns, AVerdictAfterTheLastFrameIsAnnouncedThroughOnEvents) {
+  const Audio audio = load_audio(test::sample_wav());
+  const auto expected = offline_turns(audio.samples, 16000);
+  ASSERT_FALSE(expected.empty());
+  // The audio up to half a second after the first turn's speech ends: the analysis is asked for
+  // (turn_stop_ms 200) and nothing comes after it.
+  const auto end = std::min<std::size_t>(audio.samples.size(), static_cast<std::size_t>(expected[0].end_sample) + 8000);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint64_t announcements = 0;
+  Engine engine(turn_engine(test::generated_model("smart_turn_tiny.onnx")));
+  StreamConfig sc;
+  sc.turn = TurnStage{};
+  sc.on_events = [&] {
+    std::lock_guard lock(mu);
+    ++announcements;
+    cv.notify_all();
+  };
+  Stream s = engine.open_stream(sc);
+  std::span<const float> rest(audio.samples.data(), end);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool verdict = false;
+  std::uint64_t seen = 0;
+  while (!verdict && std::chrono::steady_clock::now() < deadline) {
+    if (!rest.empty()) rest = rest.subspan(s.push(rest.first(std::min<std::size_t>(rest.size(), s.writable()))));
+    {
+      std::unique_lock lock(mu);
+      const bool announced =
+          cv.wait_for(lock, std::chrono::milliseconds(rest.empty() ? 1000 : 5), [&] { return announcements != seen; });
+      seen = announcements;
+      if (!announced) continue;  // read only when told to, as such a reader does
+    }
+    Event events[16];
+    for (std::size_t n; (n = s.poll(events)) > 0;) {
+      for (std::size_t i = 0; i < n; ++i) {
+        verdict |= events[i].type == EventType::kTurnEnd || events[i].type == EventType::kTurnIncomplete;
+      }
+    }
+  }
+  EXPECT_TRUE(rest.empty());
+  EXPECT_TRUE(verdict) << "no TURN_END/TURN_INCOMPLETE announced within 20 s";
 }
 
 TEST(EngineTurns, RenamedTensorsAreBoundByPosition) {

@@ -32,6 +32,15 @@ VadAdapter::VadAdapter(SileroVad vad, int max_batch, int run_timeout_ms, EngineS
 }
 
 std::int64_t VadAdapter::prepare(StreamSlot& s, std::size_t row) {
+  const std::int64_t ready_ns = stage_frame(s, row);
+  // A turn verdict or a transcript delivered through a mailbox, an overload report, the end of a
+  // flushed stream: events written here without a frame to run are announced now, not with the
+  // stream's next frame (up to a frame later, or never for a stream that has no more audio).
+  if (ready_ns == kNotStaged) s.notify_reader_if_emitted();
+  return ready_ns;
+}
+
+std::int64_t VadAdapter::stage_frame(StreamSlot& s, std::size_t row) {
   if (s.retired.load(std::memory_order_relaxed)) return kNotStaged;
   if (s.close_requested.load(std::memory_order_acquire)) {
     // A turn request in flight still refers to the stream: its delivery schedules it again.
@@ -75,7 +84,6 @@ std::int64_t VadAdapter::prepare(StreamSlot& s, std::size_t row) {
     // Queued for a flush, for refused samples to report, or woken early.
     if (s.refusal_episodes.load(std::memory_order_relaxed) != s.episodes_reported) {
       overload_check(s, 0);
-      if (s.config.on_events) s.config.on_events();
     }
     if (flushing) finish_stream(s);
     return kNotStaged;
@@ -123,7 +131,7 @@ bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
   if (s.turn) turn_frame(s, probs_[row], c.ready_ns);
   overload_check(s, c.run_start_ns - c.ready_ns);
   if (final_[row]) finish_stream(s);
-  if (s.config.on_events) s.config.on_events();
+  s.notify_reader();  // every frame, events or not: a reader waiting for buffer space learns of it
   const bool hold = (s.turn && s.turn->wait_for_verdict && s.turn->busy()) || (s.stt && s.stt->deferred);
   return !s.finished && !hold &&
          (s.samples.size() >= static_cast<std::size_t>(s.chunk_samples) ||
@@ -184,7 +192,7 @@ void VadAdapter::finish_stream(StreamSlot& s) {
   s.emit(eos);
   s.finished = true;
   s.finished_flag.store(true, std::memory_order_release);
-  if (s.config.on_events) s.config.on_events();
+  // Announced by the caller (prepare() or complete()).
 }
 
 void VadAdapter::retire(StreamSlot& s) {

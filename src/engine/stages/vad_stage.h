@@ -51,6 +51,8 @@ class VadAdapter {
   void attach() noexcept { num_streams_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  // prepare() without the announcement: the frame staged in `row`, or kNotStaged.
+  std::int64_t stage_frame(StreamSlot& s, std::size_t row);
   void fail_frame(StreamSlot& s, std::size_t row, const RunFailure& failure);
   void segment_event(StreamSlot& s, const SegmentEvent& e);
   void finish_stream(StreamSlot& s);

@@ -77,6 +77,7 @@ bool StreamSlot::emit(const Event& event) {
   }
   events.write(std::span(&event, 1));
   events_wake.published();
+  unannounced_events = true;
   return true;
 }
 

@@ -104,6 +104,7 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   SpscRing<Event> events;
   ReaderWake events_wake;  // emit() wakes a reader blocked in Stream::wait_events
   std::atomic<std::uint64_t> events_dropped{0};
+  bool unannounced_events = false;  // worker: emitted since on_events was last called
   std::unique_ptr<PayloadChannel> payloads;  // only when a stage produces payloads
   std::uint32_t next_payload_id = 1;          // worker
   std::atomic<std::uint64_t> payloads_dropped{0};
@@ -118,6 +119,15 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   // `truncated`: kTruncated) when it fits the channel, else kDropped and counted.
   bool emit_with_payload(Event event, std::span<const std::byte> a, std::span<const std::byte> b, bool truncated);
   void set_error(std::string message);
+  // Worker: calls config.on_events (the reader's own wake-up: a server strand, a Python event
+  // loop). notify_reader_if_emitted() only when events were written since the last call.
+  void notify_reader() {
+    unannounced_events = false;
+    if (config.on_events) config.on_events();
+  }
+  void notify_reader_if_emitted() {
+    if (unannounced_events) notify_reader();
+  }
   double seconds(std::int64_t model_samples) const noexcept {
     return static_cast<double>(model_samples) / model_rate_hz;
   }
