@@ -8,6 +8,10 @@ Every analyzer of a process is a stream of one engine (brisvox.shared_engine): t
 loaded once, and the frames of all the calls are batched onto the engine's workers instead of
 each call running its own ONNX Runtime session. The analyzers keep Pipecat's interfaces and state
 machines (VADAnalyzer, BaseSmartTurn): only the model calls go to brisvox.
+
+BrisvoxVADAnalyzer.analyze_audio also skips the thread hop Pipecat's VADAnalyzer makes for every
+audio frame (its per-analyzer executor): it awaits the engine's probability on the event loop
+itself (brisvox._aio), and runs Pipecat's own _run_analyzer on it there.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from loguru import logger
 from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
+import asyncio
+
 import brisvox
+from brisvox import _aio
 from brisvox._window import window_probability
 
 # How long voice_confidence waits for the engine's verdict on one 32 ms window before it gives up
@@ -60,6 +67,12 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
         self._stream: brisvox.Stream | None = None
         self._windows_since_reset = 0
         self._low_windows = 0
+        # analyze_audio -> voice_confidence: the probability awaited for the window that
+        # _run_analyzer is about to score (None: none, voice_confidence asks the engine itself),
+        # and whether the engine gave one (False: it failed, the window counts as silence).
+        self._awaited: float | None = None
+        self._awaited_ok = True
+        self._analyze_lock = asyncio.Lock()
 
     def set_sample_rate(self, sample_rate: int):
         """Opens the analyzer's stream at this rate (8000 or 16000 Hz)."""
@@ -80,8 +93,39 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
     def num_frames_required(self) -> int:
         return 512 if self.sample_rate == 16000 else 256
 
+    async def analyze_audio(self, buffer: bytes) -> VADState:
+        """Pipecat's VADAnalyzer.analyze_audio, without its executor thread.
+
+        A buffer that completes one window pushes that window to the engine and awaits its
+        probability on the event loop; then Pipecat's _run_analyzer runs, unchanged, in the loop,
+        its voice_confidence answering with that probability. A buffer that completes no window
+        only accumulates (no model call). One that completes several (frames over 32 ms, rare)
+        takes Pipecat's own path through its executor, window by window.
+        """
+        async with self._analyze_lock:  # calls in order, as Pipecat's one-thread executor keeps them
+            n = self._vad_frames_num_bytes
+            windows = (len(self._vad_buffer) + len(buffer)) // n
+            if windows > 1 or self._stream is None:
+                return await super().analyze_audio(buffer)
+            if windows == 1:
+                window = (self._vad_buffer + buffer)[:n]
+                try:
+                    self._awaited = await _aio.window_probability(
+                        self._stream, np.frombuffer(window, dtype=np.int16), _CONFIDENCE_TIMEOUT_S)
+                    self._awaited_ok = True
+                except brisvox.Error as e:
+                    logger.error(f"BrisvoxVADAnalyzer: {e}")
+                    self._awaited, self._awaited_ok = 0.0, False
+            return self._run_analyzer(buffer)
+
     def voice_confidence(self, buffer: bytes) -> float:
         """The engine's speech probability of one window (num_frames_required int16 samples)."""
+        if self._awaited is not None:  # analyze_audio has it already
+            confidence, ok = self._awaited, self._awaited_ok
+            self._awaited = None
+            if ok:
+                self._maybe_reset(confidence)
+            return confidence
         stream = self._stream
         if stream is None:
             raise RuntimeError("BrisvoxVADAnalyzer: set_sample_rate() was not called")

@@ -61,6 +61,43 @@ def test_vad_analyzer_clears_the_model_state_where_silero_does(sample, rate):
     assert worst < 1e-4, worst
 
 
+def test_vad_analyzer_awaits_the_engine_on_the_loop_as_its_executor_path_would_answer(sample):
+    # analyze_audio awaits the engine on the event loop and runs Pipecat's _run_analyzer there;
+    # Pipecat's own path (its executor, voice_confidence waiting) must give the same states for
+    # the same buffers: of every size, so that buffers completing none, one or several windows
+    # (the last take Pipecat's path) all occur. 20 ms frames never touch the executor.
+    from pipecat.audio.vad.vad_analyzer import VADAnalyzer
+
+    class ExecutorPath(BrisvoxVADAnalyzer):
+        analyze_audio = VADAnalyzer.analyze_audio
+
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 1600, 400)
+    cuts = np.cumsum(sizes)
+    buffers = [b.tobytes() for b in np.split(sample[: cuts[-1]], cuts[:-1])]
+
+    async def states(analyzer):
+        analyzer.set_sample_rate(16000)
+        out = [await analyzer.analyze_audio(b) for b in buffers]
+        await analyzer.cleanup()
+        return out
+
+    ours, theirs = asyncio.run(states(BrisvoxVADAnalyzer())), asyncio.run(states(ExecutorPath()))
+    assert ours == theirs
+    assert len(set(ours)) >= 3, set(ours)  # the clip goes through quiet, starting, speaking, ...
+
+    async def frames_of_20_ms():
+        analyzer = BrisvoxVADAnalyzer()
+        analyzer.set_sample_rate(16000)
+        for i in range(0, 16000 * 3, 320):
+            await analyzer.analyze_audio(sample[i:i + 320].tobytes())
+        used = len(analyzer._executor._threads)
+        await analyzer.cleanup()
+        return used
+
+    assert asyncio.run(frames_of_20_ms()) == 0
+
+
 def test_vad_analyzer_refuses_other_rates():
     with pytest.raises(ValueError, match="16000 or 8000"):
         BrisvoxVADAnalyzer().set_sample_rate(44100)

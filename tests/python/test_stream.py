@@ -83,6 +83,69 @@ def test_async_iterator(engine, sample):
     assert segments(events)
 
 
+def test_many_streams_iterated_on_one_loop_without_threads(engine, sample):
+    # 40 streams read at once by one event loop: each gets the events a blocking reader gets, and
+    # no executor thread was used (the loop is woken by the engine through brisvox._aio). OVERLOAD
+    # events are left out: 40 streams of 6 s pushed at once do queue up.
+    clip = sample[: 16000 * 6]
+
+    def kept(events):
+        return [(e.type, e.start_s, e.end_s) for e in events if e.type != brisvox.EventType.OVERLOAD]
+
+    with engine.open_stream(buffer_ms=7000) as s:
+        s.push(clip)
+        s.finish()
+        expected = kept(s)
+
+    async def one():
+        with engine.open_stream(buffer_ms=7000) as s:
+            assert s.push(clip) == len(clip)
+            s.finish()
+            return kept([e async for e in s])
+
+    async def run():
+        got = await asyncio.gather(*(one() for _ in range(40)))
+        return got, asyncio.get_running_loop()._default_executor
+
+    got, executor = asyncio.run(run())
+    assert expected[-1][0] == brisvox.EventType.END_OF_STREAM and segments_of(expected)
+    assert all(g == expected for g in got)
+    assert executor is None
+
+
+def segments_of(triples):
+    return [(a, b) for t, a, b in triples if t == brisvox.EventType.SPEECH_END]
+
+
+def test_async_iteration_without_add_reader_waits_in_the_executor(engine, sample):
+    # A loop that cannot watch a file descriptor (not a selector loop) still iterates: each wait
+    # goes to its default executor.
+    from brisvox import _aio
+
+    async def run():
+        _aio._loops[asyncio.get_running_loop()] = None  # as for a loop without add_reader
+        with engine.open_stream(buffer_ms=7000) as s:
+            s.push(sample[: 16000 * 6])
+            s.finish()
+            events = [e async for e in s]
+        return events, asyncio.get_running_loop()._default_executor
+
+    events, executor = asyncio.run(run())
+    assert events[-1].type == brisvox.EventType.END_OF_STREAM and segments(events)
+    assert executor is not None
+
+
+def test_closing_a_stream_wakes_its_async_reader(engine):
+    async def run():
+        s = engine.open_stream()  # no audio: nothing will come
+        asyncio.get_running_loop().call_later(0.1, s.close)
+        with pytest.raises(brisvox.ClosedError):
+            await s.__anext__()
+        assert s.closed
+
+    asyncio.run(run())
+
+
 def test_waiting_releases_the_gil(engine):
     # While one thread waits in next_event (no audio: nothing comes), another runs Python code.
     with engine.open_stream() as s:

@@ -8,6 +8,7 @@
 // Waiting is done in slices of kWaitSliceMs so that Ctrl-C (KeyboardInterrupt) is seen promptly.
 #include <fmt/format.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -24,6 +25,7 @@
 #include "bindings.h"
 #include "brisvox/engine/engine.h"
 #include "brisvox/error.h"
+#include "loop_notifier.h"
 #include "samples.h"
 #include "stream_options.h"
 
@@ -44,7 +46,19 @@ struct PyEngine {
 
 class PyStream {
  public:
-  PyStream(Stream stream, int sample_rate_hz) : stream_(std::move(stream)), sample_rate_hz_(sample_rate_hz) {}
+  // `hook`: the one the stream's on_events calls (Engine.open_stream).
+  PyStream(Stream stream, int sample_rate_hz, std::shared_ptr<NotifyHook> hook)
+      : stream_(std::move(stream)), sample_rate_hz_(sample_rate_hz), hook_(std::move(hook)) {}
+
+  // brisvox/_aio.py: from now on the stream's events queue its token on `notifier` (an event
+  // loop's); returns the token, the same for as long as the stream stays with that notifier.
+  std::uint64_t notify_via(const std::shared_ptr<LoopNotifier>& notifier) {
+    if (!hook_->attached_to(notifier.get())) {
+      static std::atomic<std::uint64_t> next_token{1};
+      hook_->attach(notifier, next_token.fetch_add(1, std::memory_order_relaxed));
+    }
+    return hook_->token();
+  }
 
   int sample_rate() const { return sample_rate_hz_; }
   bool closed() const { return closed_; }
@@ -142,6 +156,7 @@ class PyStream {
     closed_ = true;
     stream_.close();
     pending_.clear();
+    hook_->fire();  // an event loop waiting for this stream looks again, and finds it closed
   }
 
  private:
@@ -164,6 +179,7 @@ class PyStream {
 
   Stream stream_;
   int sample_rate_hz_;
+  std::shared_ptr<NotifyHook> hook_;
   std::shared_mutex lifetime_;  // shared: a call inside the engine; exclusive: close()
   std::mutex consumer_;         // one consumer at a time (poll / next_event)
   std::deque<PyEvent> pending_;
@@ -281,10 +297,22 @@ void bind_engine(nb::module_& m) {
            })
       .def("__aiter__", [](nb::handle self) { return self; })
       .def("__anext__", [](nb::handle self) {
-        // The coroutine is Python's (brisvox/_aio.py): it waits in a thread of the event loop's
-        // executor, so the loop keeps running.
+        // The coroutine is Python's (brisvox/_aio.py): the event loop is woken through its
+        // LoopNotifier, so the loop keeps running and no thread waits.
         return nb::module_::import_("brisvox._aio").attr("next_event")(self);
-      });
+      })
+      .def("_notify_via", &PyStream::notify_via, nb::arg("notifier"),
+           "brisvox._aio: queue this stream's token on `notifier` whenever the engine wrote events; "
+           "returns the token.");
+
+  nb::class_<LoopNotifier>(m, "_LoopNotifier",
+                           "brisvox._aio's wake-up of an asyncio event loop: an eventfd that becomes readable "
+                           "when streams attached to it (Stream._notify_via) have new events.")
+      .def(nb::new_([] { return std::make_shared<LoopNotifier>(); }))
+      .def("fileno", &LoopNotifier::fd, "The eventfd to watch (loop.add_reader).")
+      .def("take", &LoopNotifier::take,
+           "The tokens of the streams with new events since the last call (each once); the fd is read "
+           "empty. Never waits.");
 
   nb::class_<PyEngine>(m, "Engine",
                        "The engine: models loaded once, inference workers, streams batched together. One per "
@@ -327,12 +355,14 @@ void bind_engine(nb::module_& m) {
           [](PyEngine& self, const nb::kwargs& kwargs) {
             StreamOptions o = parse_stream_options(kwargs, "Engine.open_stream");
             const int rate = o.config.sample_rate_hz;
+            auto hook = std::make_shared<NotifyHook>();
+            o.config.on_events = [hook] { hook->fire(); };
             Stream s;
             {
               nb::gil_scoped_release nogil;
               s = self.engine->open_stream(o.config);
             }
-            return new PyStream(std::move(s), rate);
+            return new PyStream(std::move(s), rate, std::move(hook));
           },
           nb::keep_alive<0, 1>(),  // a stream keeps its engine alive
           "Opens a stream. Keyword options (defaults): sample_rate (16000; 8000/16000 native, others "
