@@ -12,7 +12,11 @@ memory is not shared between them), plus one with a null analyzer, and prints th
 - CPU per call: the child's CPU time (all threads: Pipecat's executors, brisvox's workers) over
   the run, per call and per second of call audio, as a share of one core (so a machine that cannot
   keep up in real time still measures the same work); and the same minus a run with a null
-  analyzer (constant confidence, no model), which is what the pipeline itself costs;
+  analyzer that answers a constant confidence in the event loop (no model, no thread), which is
+  what the pipeline itself costs. Two more runs say where the difference comes from: the null
+  analyzer through Pipecat's own analyze_audio (its per-analyzer executor thread, one hand-off per
+  20 ms frame: what SileroVADAnalyzer pays besides its model), and BrisvoxVADAnalyzer through that
+  same executor path (brisvox before its analyze_audio awaited the engine on the loop);
 - memory per call: (peak RSS during the run - RSS after the imports) / calls, so brisvox's one
   engine is included, amortised. Where the machine cannot keep up in real time (100 calls on 2
   cores), each call's frames pile up in its pipeline's queues, so the figure grows with how far
@@ -59,23 +63,34 @@ def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1, m
     logger.add(sys.stderr, level="WARNING")
     audio, rate = read_wav(SAMPLE_WAV)
 
-    class NullAnalyzer(VADAnalyzer):  # what the pipeline costs without a model
+    class NullExecutorAnalyzer(VADAnalyzer):  # Pipecat's analyze_audio (its executor), no model
         def num_frames_required(self):
             return 512
 
         def voice_confidence(self, buffer):
             return 0.0
 
-    if analyzer_name == "brisvox":
+    class NullAnalyzer(NullExecutorAnalyzer):  # the pipeline alone: no model, no thread
+        async def analyze_audio(self, buffer):
+            return self._run_analyzer(buffer)
+
+    if analyzer_name in ("brisvox", "brisvox-executor"):
         import brisvox
         from brisvox.pipecat import BrisvoxVADAnalyzer
 
         engine = brisvox.shared_engine("v6", vad_gather_wait_us=gather_us)
 
+        class BrisvoxExecutorAnalyzer(BrisvoxVADAnalyzer):  # each window waited for in Pipecat's executor
+            analyze_audio = VADAnalyzer.analyze_audio
+
+        cls = BrisvoxVADAnalyzer if analyzer_name == "brisvox" else BrisvoxExecutorAnalyzer
+
         def make():
-            return BrisvoxVADAnalyzer(engine=engine)
+            return cls(engine=engine)
     elif analyzer_name == "silero":
         from pipecat.audio.vad.silero import SileroVADAnalyzer as make
+    elif analyzer_name == "null-executor":
+        make = NullExecutorAnalyzer
     else:
         make = NullAnalyzer
     n = int(seconds * rate)
@@ -109,6 +124,9 @@ def child(analyzer_name: str, calls: int, seconds: float, gather_us: int = -1, m
     }
 
 
+RUNS = ("null", "null-executor", "brisvox", "brisvox-executor", "silero")
+
+
 def run_child(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
            "--vad-gather-us", str(args.vad_gather_us), "--max-backlog-s", str(args.max_backlog_s)]
@@ -127,7 +145,7 @@ def main():
                    help="each call's feeder waits while more than this much of its audio is queued in the pipeline "
                         "(default 1; negative: never waits, and where the machine cannot keep up, memory then "
                         "measures the backlog)")
-    p.add_argument("--child", choices=["brisvox", "silero", "null"], help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=RUNS, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         backlog = args.max_backlog_s if args.max_backlog_s >= 0 else None
@@ -136,7 +154,7 @@ def main():
 
     from pipecat_harness import match_transitions
 
-    runs = {name: run_child(name, args) for name in ("null", "brisvox", "silero")}
+    runs = {name: run_child(name, args) for name in RUNS}
     null = runs["null"]
     if args.save:
         Path(args.save).write_text(json.dumps(runs))
@@ -156,8 +174,16 @@ def main():
         ratio = s / b if b > 0 else float("inf")
         rows.append((label, b, s))
         print(f"{label:34}{b:20.3f}{s:20.3f}{ratio:7.1f}x")
-    print(f"{'null analyzer: CPU per call (%)':34}{100 * null['cpu_s'] / null['calls'] / null['audio_s']:20.3f}"
-          f"   memory per call {(null['peak_rss'] - null['base_rss']) / null['calls'] / 2**20:.3f} MiB")
+    print()
+    def cpu_per_call(r):
+        return 100 * r["cpu_s"] / r["calls"] / r["audio_s"]
+
+    for name, what in [("null", "the pipeline alone (null analyzer in the loop)"),
+                       ("null-executor", "null analyzer through Pipecat's executor"),
+                       ("brisvox-executor", "BrisvoxVADAnalyzer through Pipecat's executor")]:
+        cpu = cpu_per_call(runs[name])
+        extra = "" if name == "null" else f"   minus the pipeline {cpu - cpu_per_call(null):7.3f}"
+        print(f"{what + ': CPU per call (%)':68}{cpu:8.3f}{extra}")
     total = matched = ours = 0
     worst = 0.0
     for theirs_t, ours_t in zip(runs["silero"]["transitions"], runs["brisvox"]["transitions"]):
