@@ -5,10 +5,12 @@ are apart. For a graph rewrite's before/after (docs/PERFORMANCE.md).
 
     .venv/bin/python tools/ort_ab.py piper [--phonemes 60] [--rounds 20] VOICE.onnx VOICE.conv2d.onnx ...
     .venv/bin/python tools/ort_ab.py whisper-encoder [--frames 3000] [--rounds 10] A/encoder.onnx B/encoder.onnx ...
+    .venv/bin/python tools/ort_ab.py smart-turn [--rounds 30] smart-turn-v3.2-cpu.onnx OTHER.onnx ...
 
 piper: a Piper voice run on `phonemes` random phoneme ids (as Piper spaces them: ^, id, pad, ...,
 $), noise scales 0 (deterministic), length scale 1. whisper-encoder: a brisvox-layout encoder on a
-random log-mel window of `frames` frames. The CPU arena is on for both (as brisvox's sessions).
+random log-mel window of `frames` frames. smart-turn: a Smart Turn model on a random [1, 80, 800]
+feature window. The CPU arena is on for both (as brisvox's sessions).
 Prints, per file: the largest output difference from the first file, and the min and median
 process CPU time per run. Uses third_party/onnxruntime-python (scripts/setup.sh) and the venv's
 numpy.
@@ -43,9 +45,14 @@ def encoder_feeds(frames: int) -> dict:
     return {"mel": (rng.standard_normal((1, 80, frames)) * 0.3).astype(np.float32)}
 
 
+def smart_turn_feeds() -> dict:
+    rng = np.random.default_rng(0)
+    return {"input_features": (rng.standard_normal((1, 80, 800)) * 0.5).astype(np.float32)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["piper", "whisper-encoder"])
+    ap.add_argument("kind", choices=["piper", "whisper-encoder", "smart-turn"])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--phonemes", type=int, default=60)
     ap.add_argument("--frames", type=int, default=3000)
@@ -54,7 +61,8 @@ def main() -> int:
     if ort.__version__ != "1.29.0":
         print(f"warning: onnxruntime {ort.__version__}, not brisvox's 1.29.0 (run scripts/setup.sh)", file=sys.stderr)
     ort.set_default_logger_severity(3)
-    feeds = piper_feeds(args.phonemes) if args.kind == "piper" else encoder_feeds(args.frames)
+    feeds = {"piper": lambda: piper_feeds(args.phonemes), "whisper-encoder": lambda: encoder_feeds(args.frames),
+             "smart-turn": smart_turn_feeds}[args.kind]()
     sessions = []
     for f in args.files:
         so = ort.SessionOptions()
@@ -69,7 +77,8 @@ def main() -> int:
             t = time.process_time()
             s.run(None, feeds)
             times[k].append(time.process_time() - t)
-    what = f"{args.phonemes} phonemes" if args.kind == "piper" else f"{args.frames} frames"
+    what = {"piper": f"{args.phonemes} phonemes", "whisper-encoder": f"{args.frames} frames",
+            "smart-turn": "8 s window"}[args.kind]
     print(f"{args.kind}, {what}, output {tuple(outputs[0].shape)}, {args.rounds} rounds, one thread, "
           f"onnxruntime {ort.__version__}, load average {os.getloadavg()[0]:.2f}")
     scale = float(np.abs(outputs[0]).max())
