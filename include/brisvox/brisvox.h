@@ -38,7 +38,9 @@
  *
  * Threads. A handle is a pointer to an opaque object; the engine's own threads run inference, a
  * caller's thread never does. Each function states what may run concurrently with it.
- * Callbacks: none (poll, or wait with brisvox_stream_wait_events).
+ * Callbacks: one, optional: a stream's on_events (brisvox_stream_options, API version 2), which
+ * tells an event loop that a stream has events to poll, so that one thread can serve many streams
+ * without waiting on each (brisvox_stream_wait_events) or polling them all.
  */
 #ifndef BRISVOX_BRISVOX_H_
 #define BRISVOX_BRISVOX_H_
@@ -57,7 +59,7 @@ extern "C" {
 #endif
 
 /* The version of this API: incremented when something is added. */
-#define BRISVOX_C_API_VERSION 1
+#define BRISVOX_C_API_VERSION 2
 
 /* ---- status codes ------------------------------------------------------------------------------ */
 
@@ -157,6 +159,15 @@ typedef struct brisvox_stream_options {
   /* Nonzero: hold the stream's frames while an analysis runs, so that verdicts do not depend on
    * timing (files, tests); default 0 (live: speech that resumes cancels the analysis). */
   int32_t turn_wait_for_verdict;
+  /* Added in API version 2 (a version-1 struct_size is accepted, with these NULL). Called on an
+   * engine thread whenever the stream may have new events to poll: after each processed 32 ms frame
+   * and when other events are written (a turn verdict, the end of the stream). It must return
+   * quickly and must not call brisvox: wake your own loop (write an eventfd or a pipe, post to a
+   * queue) and poll the stream from there. Calls for one stream never overlap; none starts once
+   * brisvox_stream_close has returned (close waits for one in progress), so user_data may be freed
+   * then. NULL: no callback. */
+  void (*on_events)(void* user_data);
+  void* on_events_user_data;
 } brisvox_stream_options;
 
 /* Fills in the defaults and struct_size. NULL: BRISVOX_ERR_INVALID_ARGUMENT. Any thread. */

@@ -5,12 +5,17 @@
  *
  *   brisvox_capi_test SAMPLE.wav     (16-bit PCM mono 16 kHz; CTest passes third_party/audio/sample.wav)
  */
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "brisvox/brisvox.h"
 
@@ -220,6 +225,69 @@ static void run_two_threads(brisvox_engine* engine, const Pcm* pcm, Report* r) {
   CHECK_STATUS(brisvox_stream_close(s), BRISVOX_OK);
 }
 
+/* on_events: an event loop's wake-up. The callback writes a byte to a pipe; the consumer sleeps in
+ * poll(2) on the pipe and reads the stream only when woken, as a loop serving many streams does.
+ * A call after brisvox_stream_close returned is counted as a violation. */
+typedef struct {
+  int pipe_write;
+  atomic_int calls;
+  atomic_int closed;
+  atomic_int after_close;
+} Notified;
+
+static void on_events(void* user_data) {
+  Notified* n = user_data;
+  atomic_fetch_add(&n->calls, 1);
+  if (atomic_load(&n->closed)) atomic_fetch_add(&n->after_close, 1);
+  const char byte = 1;
+  if (write(n->pipe_write, &byte, 1) < 0) { /* full: the loop is awake anyway */ }
+}
+
+static void run_notified(brisvox_engine* engine, const Pcm* pcm, Report* r) {
+  memset(r, 0, sizeof *r);
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  CHECK(fcntl(fds[1], F_SETFL, O_NONBLOCK) == 0); /* the worker never blocks on it */
+  Notified note;
+  note.pipe_write = fds[1];
+  atomic_init(&note.calls, 0);
+  atomic_init(&note.closed, 0);
+  atomic_init(&note.after_close, 0);
+  brisvox_stream_options o;
+  brisvox_stream_options_init(&o);
+  o.on_events = on_events;
+  o.on_events_user_data = &note;
+  brisvox_stream* s = NULL;
+  CHECK_STATUS(brisvox_stream_open(engine, &o, &s), BRISVOX_OK);
+  if (!s) return;
+  Producer p = {s, pcm, 0};
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, produce, &p) == 0);
+  while (r->end_of_stream == 0) {
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    if (poll(&pfd, 1, 10000) != 1) break; /* 10 s without a wake-up: the END_OF_STREAM was never announced */
+    char drain[256];
+    if (read(fds[0], drain, sizeof drain) <= 0) break;
+    take_events(s, r);
+  }
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECK(p.failures == 0 && r->end_of_stream == 1);
+  CHECK(atomic_load(&note.calls) >= (int)(pcm->count / 512));  /* once per frame at least */
+  /* Another stream, closed while its frames are still running: no call after close returns. */
+  brisvox_stream* busy = NULL;
+  CHECK_STATUS(brisvox_stream_open(engine, &o, &busy), BRISVOX_OK);
+  CHECK_STATUS(brisvox_stream_close(s), BRISVOX_OK);
+  if (busy) {
+    CHECK_STATUS(brisvox_stream_push_i16(busy, pcm->samples, 2048, NULL), BRISVOX_OK);
+    CHECK_STATUS(brisvox_stream_close(busy), BRISVOX_OK);
+  }
+  atomic_store(&note.closed, 1);
+  sleep_ms(50);
+  CHECK(atomic_load(&note.after_close) == 0);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 /* The "segments" of a brisvox_vad_file document, in order. */
 static int parse_segments(const char* json, double* start, double* end, int most) {
   const char* p = strstr(json, "\"segments\":[");
@@ -373,6 +441,13 @@ static void test_stream_arguments(brisvox_engine* engine) {
   o.struct_size = 8;
   CHECK_STATUS(brisvox_stream_open(engine, &o, &s), BRISVOX_ERR_INVALID_ARGUMENT);
   CHECK(contains(brisvox_engine_message(engine), "brisvox_stream_options.struct_size is 8"));
+  /* API version 1's layout (before on_events) is accepted; a size between the versions is not. */
+  brisvox_stream_options_init(&o);
+  o.struct_size = offsetof(brisvox_stream_options, on_events);
+  CHECK_STATUS(brisvox_stream_open(engine, &o, &s), BRISVOX_OK);
+  CHECK_STATUS(brisvox_stream_close(s), BRISVOX_OK);
+  o.struct_size = offsetof(brisvox_stream_options, on_events) + 4;
+  CHECK_STATUS(brisvox_stream_open(engine, &o, &s), BRISVOX_ERR_INVALID_ARGUMENT);
 
   /* A good stream: bad calls on it fail with a message on its handle and leave it usable. */
   CHECK_STATUS(brisvox_stream_open(engine, NULL, &s), BRISVOX_OK);
@@ -470,6 +545,15 @@ static void test_real_audio(const char* wav, const Pcm* pcm) {
   {
     Report r;
     run_two_threads(engine, pcm, &r);
+    CHECK(r.segments == expected && r.errors == 0);
+    for (int i = 0; i < r.segments && i < expected; ++i) {
+      CHECK(fabs(r.start[i] - start[i]) < 1e-6 && fabs(r.end[i] - end[i]) < 1e-6);
+    }
+  }
+
+  {
+    Report r;
+    run_notified(engine, pcm, &r);
     CHECK(r.segments == expected && r.errors == 0);
     for (int i = 0; i < r.segments && i < expected; ++i) {
       CHECK(fabs(r.start[i] - start[i]) < 1e-6 && fabs(r.end[i] - end[i]) < 1e-6);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -103,13 +104,15 @@ void require_pointer(const void* p, const char* function, const char* name) {
 constexpr std::size_t kMostStructSize = 4096;
 
 // The caller's option struct as this library's version of it (see "Versioning" in brisvox.h).
+// `oldest`: the struct_size of the first API version's layout, which is accepted with the fields
+// added since at their defaults.
 template <class T>
-T read_options(const T* in, const char* type, const char* init, void (*defaults)(T&)) {
+T read_options(const T* in, const char* type, const char* init, void (*defaults)(T&), std::size_t oldest) {
   T out{};
   defaults(out);
   if (in == nullptr) return out;
   const std::size_t size = in->struct_size;
-  if (size < sizeof(T)) {
+  if (size < sizeof(T) && size != oldest) {
     invalid(fmt::format("{}.struct_size is {}, expected sizeof({}) = {} (brisvox C API {}): call {}() first, "
                         "or set struct_size = sizeof({})",
                         type, size, type, sizeof(T), BRISVOX_C_API_VERSION, init, type));
@@ -127,10 +130,14 @@ T read_options(const T* in, const char* type, const char* init, void (*defaults)
                           type, size, sizeof(T), BRISVOX_C_API_VERSION, i));
     }
   }
-  std::memcpy(&out, in, sizeof(T));
+  std::memcpy(&out, in, std::min(size, sizeof(T)));
   out.struct_size = sizeof(T);
   return out;
 }
+
+// The layouts of API version 1.
+constexpr std::size_t kEngineOptionsV1 = sizeof(brisvox_engine_options);
+constexpr std::size_t kStreamOptionsV1 = offsetof(brisvox_stream_options, on_events);
 
 void engine_defaults(brisvox_engine_options& o) {
   const brisvox::EngineConfig d;
@@ -240,9 +247,26 @@ struct brisvox_engine {
   std::unordered_set<brisvox_stream*> streams;  // open handles, closed by brisvox_engine_destroy
 };
 
+// A stream's on_events, called by the engine's worker. close() takes `mutex` to clear it, so that
+// no call starts after brisvox_stream_close returns and one in progress has finished by then.
+struct EventsCallback {
+  std::mutex mutex;
+  void (*function)(void*) = nullptr;
+  void* user_data = nullptr;
+  void call() noexcept {
+    std::lock_guard lock(mutex);
+    if (function != nullptr) function(user_data);
+  }
+  void clear() noexcept {
+    std::lock_guard lock(mutex);
+    function = nullptr;
+  }
+};
+
 struct brisvox_stream {
   brisvox_engine* owner = nullptr;  // null once the engine is destroyed
   brisvox::Stream stream;
+  std::shared_ptr<EventsCallback> on_events;  // set when the options gave one
   MessageSlot message;
   std::array<float, kConvertChunk> converted{};  // push_i16's float samples, preallocated
 
@@ -294,7 +318,8 @@ brisvox_status brisvox_engine_create(const brisvox_engine_options* options, bris
   return guarded(nullptr, [&] {
     require_pointer(engine, "brisvox_engine_create", "engine (where to store the handle)");
     const brisvox_engine_options o =
-        read_options(options, "brisvox_engine_options", "brisvox_engine_options_init", engine_defaults);
+        read_options(options, "brisvox_engine_options", "brisvox_engine_options_init", engine_defaults,
+                     kEngineOptionsV1);
     brisvox::EngineConfig config;
     config.models = {brisvox::ModelSpec::silero_vad(o.vad_model != nullptr && *o.vad_model ? o.vad_model : "v6")};
     config.models[0].num_workers = o.vad_workers;
@@ -321,6 +346,7 @@ brisvox_status brisvox_engine_destroy(brisvox_engine* engine) {
       for (brisvox_stream* s : engine->streams) {
         brisvox::Stream gone = std::move(s->stream);  // closed here, before its engine goes
         gone.close();
+        if (s->on_events) s->on_events->clear();
         s->owner = nullptr;
       }
       engine->streams.clear();
@@ -346,9 +372,17 @@ brisvox_status brisvox_stream_open(brisvox_engine* engine, const brisvox_stream_
     require_pointer(engine, "brisvox_stream_open", "engine");
     require_pointer(stream, "brisvox_stream_open", "stream (where to store the handle)");
     const brisvox_stream_options o =
-        read_options(options, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults);
+        read_options(options, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
+                     kStreamOptionsV1);
     auto handle = std::make_unique<brisvox_stream>();
-    handle->stream = engine->engine->open_stream(stream_config(o));
+    brisvox::StreamConfig config = stream_config(o);
+    if (o.on_events != nullptr) {
+      handle->on_events = std::make_shared<EventsCallback>();
+      handle->on_events->function = o.on_events;
+      handle->on_events->user_data = o.on_events_user_data;
+      config.on_events = [callback = handle->on_events] { callback->call(); };
+    }
+    handle->stream = engine->engine->open_stream(config);
     handle->owner = engine;
     {
       std::lock_guard lock(engine->streams_mutex);
@@ -478,6 +512,7 @@ brisvox_status brisvox_stream_close(brisvox_stream* stream) {
       }
       stream->stream.close();
     }
+    if (stream->on_events) stream->on_events->clear();
   });
   delete stream;
   return status;
@@ -491,7 +526,8 @@ brisvox_status brisvox_vad_file(brisvox_engine* engine, const char* path, const 
     require_pointer(path, "brisvox_vad_file", "path");
     require_pointer(json, "brisvox_vad_file", "json (where to store the document)");
     const brisvox_stream_options o =
-        read_options(options, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults);
+        read_options(options, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
+                     kStreamOptionsV1);
     brisvox::OfflineOptions offline;
     offline.stream = stream_config(o);
     if (offline.stream.turn) offline.stream.turn->wait_for_verdict = true;
