@@ -15,7 +15,7 @@ loop) falls back to waiting in the loop's default executor.
 import asyncio
 import weakref
 
-from . import _brisvox
+from . import _brisvox, _window
 
 _SLICE_S = 0.5  # the executor fallback's wait: bounded, so a cancelled task frees its thread soon
 _loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopEvents | None]" = weakref.WeakKeyDictionary()
@@ -99,24 +99,21 @@ async def next_event(stream):
 async def window_probability(stream, samples, timeout_s: float) -> float:
     """As brisvox._window.window_probability, awaited: pushes one window and returns its
     probability, with the event loop free meanwhile."""
+    loop = asyncio.get_running_loop()
     events = _loop_events()
     if events is None:
-        from ._window import window_probability as blocking
-
-        return await asyncio.get_running_loop().run_in_executor(None, blocking, stream, samples, timeout_s)
+        return await loop.run_in_executor(None, _window.window_probability, stream, samples, timeout_s)
     token = events.attach(stream)
     stream.push(samples)
-    loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
         event = stream.next_event(0)
         if event is None:
             left = deadline - loop.time()
             if left <= 0:
-                raise _brisvox.InferenceTimeoutError(f"no probability from the engine within {timeout_s} s")
+                raise _window.timed_out(timeout_s)
             await events.wait(token, left)
             continue
-        if event.type == _brisvox.EventType.VAD_PROBABILITY:
-            return float(event.probability)
-        if event.type == _brisvox.EventType.ERROR:
-            raise _brisvox.InferenceError(f"{event.error_code}: {event.message}")
+        probability = _window.probability_of(event)
+        if probability is not None:
+            return probability

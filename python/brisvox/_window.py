@@ -17,8 +17,22 @@ def window_probability(stream, samples: np.ndarray, timeout_s: float) -> float:
     while True:
         event = stream.next_event(timeout_s)
         if event is None:
-            raise _brisvox.InferenceTimeoutError(f"no probability from the engine within {timeout_s} s")
-        if event.type == _brisvox.EventType.VAD_PROBABILITY:
-            return float(event.probability)
-        if event.type == _brisvox.EventType.ERROR:
-            raise _brisvox.InferenceError(f"{event.error_code}: {event.message}")
+            raise timed_out(timeout_s)
+        probability = probability_of(event)
+        if probability is not None:
+            return probability
+
+
+def probability_of(event):
+    """The window's probability for a VAD_PROBABILITY event; None for the segmenter's events, which
+    are skipped; brisvox.InferenceError for the engine's ERROR event. (brisvox._aio's awaited
+    window_probability reads events the same way.)"""
+    if event.type == _brisvox.EventType.VAD_PROBABILITY:
+        return float(event.probability)
+    if event.type == _brisvox.EventType.ERROR:
+        raise _brisvox.InferenceError(f"{event.error_code}: {event.message}")
+    return None
+
+
+def timed_out(timeout_s: float) -> Exception:
+    return _brisvox.InferenceTimeoutError(f"no probability from the engine within {timeout_s} s")

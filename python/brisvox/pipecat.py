@@ -16,14 +16,13 @@ itself (brisvox._aio), and runs Pipecat's own _run_analyzer on it there.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
 from loguru import logger
 from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
-
-import asyncio
 
 import brisvox
 from brisvox import _aio
