@@ -207,9 +207,10 @@ void print_tts(const Json& tts) {
   if (tts.contains("throughput")) {
     const Json& t = tts["throughput"];
     fmt::print("  throughput          {} texts of {}: {:.1f} s of audio in {:.2f} s, {:.1f}x real time ({:.1f}x per "
-               "core)\n",
+               "core; sessions moved between workers {})\n",
                t["texts"].get<std::size_t>(), t["corpus"].get<std::string>(), t["audio_s"].get<double>(),
-               t["wall_s"].get<double>(), t["x_realtime"].get<double>(), t["x_realtime_per_core"].get<double>());
+               t["wall_s"].get<double>(), t["x_realtime"].get<double>(), t["x_realtime_per_core"].get<double>(),
+               t["sessions_moved"].get<std::uint64_t>());
   }
 }
 

@@ -257,6 +257,7 @@ Json run_tts_phase(const TtsBenchSpec& spec, int cores) {
 
   if (!spec.corpus.empty()) {
     const std::vector<std::string> texts = read_corpus(spec.corpus);
+    const std::uint64_t moved_before = engine.stats().model("tts").jobs_moved;
     const ClientsResult t = run_clients(engine, session, spec.concurrency, [&](int c) {
       std::vector<std::string> mine;
       for (std::size_t i = static_cast<std::size_t>(c); i < texts.size(); i += static_cast<std::size_t>(spec.concurrency)) {
@@ -272,7 +273,8 @@ Json run_tts_phase(const TtsBenchSpec& spec, int cores) {
                          {"x_realtime", j["x_realtime"]},
                          {"x_realtime_per_core", j["x_realtime_per_core"]},
                          {"process_cpu_cores", j["process_cpu_cores"]},
-                         {"machine_busy_cores", j["machine_busy_cores"]}};
+                         {"machine_busy_cores", j["machine_busy_cores"]},
+                         {"sessions_moved", engine.stats().model("tts").jobs_moved - moved_before}};
   }
   return out;
 }

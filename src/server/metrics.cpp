@@ -156,6 +156,9 @@ void model_metrics(std::string& out, const EngineStats& st) {
             [](const ModelStats& m) { return m.run_errors; });
   per_model(out, st, "brisvox_run_timeouts_total", "counter", "Model runs cancelled after run_timeout_ms.",
             [](const ModelStats& m) { return m.run_timeouts; });
+  per_model(out, st, "brisvox_jobs_moved_total", "counter",
+            "Jobs a worker out of work took from a busy worker's queue (speech sessions between sentences).",
+            [](const ModelStats& m) { return m.jobs_moved; });
   header(out, "brisvox_batch_size", "histogram", "Inputs per model run.");
   for (const ModelStats& m : st.models) batch_series(out, fmt::format("model=\"{}\",", label_value(m.name)), m);
   const auto histograms = [&](std::string_view name, std::string_view help, LatencyHistogram ModelStats::*field) {

@@ -27,6 +27,9 @@ struct SumJob : PoolJob {
   std::atomic<bool> done{false};
   std::atomic<int> failures{0};
   bool timed_out_seen = false;
+  std::atomic<int> in_runs{0};             // runs it is in right now: never more than one
+  std::atomic<unsigned> ran_on{0};         // bit w: worker w ran a step of it
+  bool stays = false;                      // MovingSumAdapter::may_move says no
 };
 
 // What the adapter saw, for the test thread to check (its own mutex: the worker writes it).
@@ -36,16 +39,23 @@ struct Log {
   int fail_run = -1;     // the index of the run that throws (-1: none)
   bool hang_run = false; // the next run spins until cancelled
   int runs = 0;
+  int run_sleep_us = 0;  // each run takes this long (set before the workers start)
 };
 
 class SumAdapter {
  public:
   using Job = SumJob;
-  SumAdapter(int max_batch, Log& log) : rows_(static_cast<std::size_t>(max_batch)), log_(&log) {}
+  SumAdapter(int max_batch, Log& log, int worker = 0)
+      : rows_(static_cast<std::size_t>(max_batch)), log_(&log), worker_(worker) {}
 
   std::int64_t prepare(SumJob& job, std::size_t row) {
+    if (job.steps_left <= 0) return kNotStaged;  // queued again after its last step
+    EXPECT_EQ(job.in_runs.fetch_add(1), 0) << "a job in two runs at once";
+    job.ran_on.fetch_or(1u << worker_);
     rows_[row] = &job;
-    return job.ready_since_ns;
+    // Not job.ready_since_ns: that belongs to the pool's lock, and a job may be queued again
+    // while it is here (the moving-jobs test does so).
+    return now_ns();
   }
   void run(int key, std::size_t n) {
     std::vector<int> keys;
@@ -60,6 +70,7 @@ class SumAdapter {
       log_->hang_run = false;
       ++log_->runs;
     }
+    if (log_->run_sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(log_->run_sleep_us));
     if (hang) {
       while (!cancelled_.load()) std::this_thread::sleep_for(1ms);
       throw Error(ErrorCode::kRuntime, "run cancelled");
@@ -68,6 +79,7 @@ class SumAdapter {
     for (std::size_t i = 0; i < n; ++i) out_[i] = rows_[i]->input;  // the "model": identity
   }
   bool complete(SumJob& job, const Completion& c) {
+    job.in_runs.fetch_sub(1);
     if (c.failure != nullptr) {
       job.failures.fetch_add(1);
       job.timed_out_seen = c.failure->timed_out;
@@ -87,7 +99,8 @@ class SumAdapter {
     return std::string(timed_out ? "timed out: " : "failed: ") + e.what() + " (" + std::to_string(n) + " rows)";
   }
   std::size_t load() const noexcept { return load_.load(); }
-  void add_load() { load_.fetch_add(1); }
+  void add_load() noexcept { load_.fetch_add(1); }
+  void drop_load() noexcept { load_.fetch_sub(1); }
 
  private:
   std::vector<SumJob*> rows_;
@@ -95,9 +108,23 @@ class SumAdapter {
   Log* log_;
   std::atomic<std::size_t> load_{0};
   std::atomic<bool> cancelled_{false};
+  int worker_;
 };
 
 using SumPool = BatchPool<SumAdapter>;
+static_assert(!SumPool::kMoves, "jobs stay pinned unless the adapter lets them move");
+
+// The same, for jobs that carry their whole state and may move between steps (Piper's sessions).
+class MovingSumAdapter : public SumAdapter {
+ public:
+  using SumAdapter::SumAdapter;
+  bool may_move(const SumJob& job) const noexcept { return !job.stays; }
+  void attach() noexcept { add_load(); }
+  void detach() noexcept { drop_load(); }
+};
+
+using MovingSumPool = BatchPool<MovingSumAdapter>;
+static_assert(MovingSumPool::kMoves);
 
 ModelSpec spec(int workers, int max_batch, int gather_wait_us) {
   ModelSpec s;
@@ -185,7 +212,7 @@ TEST(BatchPool, TheKeyWhoseOldestJobIsDueFirstRunsFirst) {
 
 TEST(BatchPool, JobsOfSeveralStepsStayPinnedAndJoinOrLeaveBetweenSteps) {
   Log log;
-  SumPool pool(spec(2, 8, 1000), PoolShape{1, 64}, [&](int) { return SumAdapter(8, log); });
+  SumPool pool(spec(2, 8, 1000), PoolShape{1, 64}, [&](int w) { return SumAdapter(8, log, w); });
   std::vector<SumJob> jobs(20);
   int total_steps = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -202,18 +229,63 @@ TEST(BatchPool, JobsOfSeveralStepsStayPinnedAndJoinOrLeaveBetweenSteps) {
   std::this_thread::sleep_for(2ms);
   for (std::size_t i = 10; i < jobs.size(); ++i) submit(pool, jobs[i]);
   std::vector<int> pinned;
-  for (auto& j : jobs) pinned.push_back(j.worker);
+  for (auto& j : jobs) pinned.push_back(j.worker.load());
   ASSERT_TRUE(wait_done(jobs));
   pool.stop();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const int steps = 1 + static_cast<int>(i % 7);
     EXPECT_EQ(jobs[i].steps_done, steps) << i;
     EXPECT_EQ(jobs[i].total, steps * jobs[i].input) << i;
-    EXPECT_EQ(jobs[i].worker, pinned[i]) << "a job stays on its worker";
+    EXPECT_EQ(jobs[i].worker.load(), pinned[i]) << "a job stays on its worker";
+    EXPECT_EQ(jobs[i].ran_on.load(), 1u << pinned[i]) << "every step on its worker";
   }
   const ModelStats st = pool.stats();
   EXPECT_EQ(st.items, static_cast<std::uint64_t>(total_steps));
   EXPECT_LT(st.runs, static_cast<std::uint64_t>(total_steps)) << "steps of different jobs share runs";
+  EXPECT_EQ(st.jobs_moved, 0u);
+}
+
+TEST(BatchPool, AWorkerOutOfWorkTakesMovableJobsFromABusyOneBetweenSteps) {
+  // Every job pinned to worker 0, as sessions opened on one worker whose replies outlast the
+  // other's: worker 1 takes waiting jobs from worker 0's queue. One job may not move (Piper: a
+  // retired session). A thread queues jobs again at random, as readers freeing room do, also while
+  // they run: a job must never be in two runs at once.
+  Log log;
+  log.run_sleep_us = 500;
+  MovingSumPool pool(spec(2, 1, 0), PoolShape{2, 64}, [&](int w) { return MovingSumAdapter(1, log, w); });
+  std::vector<SumJob> jobs(12);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].steps_left = 8;
+    jobs[i].input = static_cast<std::int64_t>(i) + 1;
+    jobs[i].key = static_cast<int>(i % 2);
+    jobs[i].stays = i == 0;
+    jobs[i].worker = 0;
+    pool.adapter(0).attach();
+  }
+  for (auto& j : jobs) pool.schedule(&j);
+  std::atomic<bool> stop_poking{false};
+  std::thread poker([&] {
+    for (std::size_t i = 0; !stop_poking.load(); i = (i + 5) % jobs.size()) {
+      pool.schedule(&jobs[i]);
+      std::this_thread::sleep_for(100us);
+    }
+  });
+  pool.start();
+  const bool done = wait_done(jobs);
+  stop_poking.store(true);
+  poker.join();
+  pool.stop();
+  ASSERT_TRUE(done);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(jobs[i].steps_done, 8) << i;
+    EXPECT_EQ(jobs[i].total, 8 * jobs[i].input) << i;
+  }
+  EXPECT_EQ(jobs[0].ran_on.load(), 1u) << "the job that may not move ran on its worker only";
+  unsigned ran_on = 0;
+  for (auto& j : jobs) ran_on |= j.ran_on.load();
+  EXPECT_EQ(ran_on, 3u) << "both workers ran steps";
+  EXPECT_GT(pool.stats().jobs_moved, 0u);
+  EXPECT_EQ(pool.adapter(0).load() + pool.adapter(1).load(), 0u) << "each move carried its load along";
 }
 
 TEST(BatchPool, AFailedRunReachesEveryJobOfItsRunAndThePoolGoesOn) {

@@ -397,6 +397,33 @@ TEST(TtsEngine, SessionsSpreadOverTheWorkers) {
   EXPECT_EQ(new_espeak_children(before).size(), 4u);
 }
 
+TEST(TtsEngine, AWorkerOutOfWorkTakesSessionsFromABusyOneBetweenSentences) {
+  // Sessions a and c open on worker 0, b on worker 1 (least loaded at open); only a and c speak.
+  // Worker 1, out of work, takes a waiting session from worker 0 between its sentences, and the
+  // audio is the same as if it had stayed (a session's synthesis is all in the session).
+  Engine engine(tts_engine_config(2));
+  Speech a = engine.open_speech(deterministic());
+  Speech b = engine.open_speech(deterministic());
+  Speech c = engine.open_speech(deterministic());
+  const std::string text = "One. Two. Three. Four. Five. Six.";
+  a.speak(text);
+  c.speak(text);
+  Heard ha, hc;
+  ASSERT_TRUE(listen(a, ha, [](const Heard& x) { return x.ended(1); }));
+  ASSERT_TRUE(listen(c, hc, [](const Heard& x) { return x.ended(1); }));
+  const auto want = reference_audio(text);
+  expect_same_audio(ha.audio[1], want);
+  expect_same_audio(hc.audio[1], want);
+  const ModelStats st = engine.stats().model("tts");
+  EXPECT_EQ(st.runs, 2 * want.size());
+  EXPECT_GT(st.jobs_moved, 0u) << "worker 1 idled while worker 0 had a session waiting";
+  // b, untouched, still works wherever it is now.
+  b.speak("Still here.");
+  Heard hb;
+  ASSERT_TRUE(listen(b, hb, [](const Heard& x) { return x.ended(1); }));
+  EXPECT_EQ(hb.terminal[1].type, EventType::kTtsEnd);
+}
+
 // --- cancel ---------------------------------------------------------------------------------------------
 
 TEST(TtsEngine, CancelStopsWithinOneSentenceAndTheSessionGoesOn) {

@@ -303,14 +303,19 @@ TEST(Metrics, PrometheusText) {
   turn.family = ModelFamily::kSmartTurn;
   turn.num_workers = 1;
   turn.run_timeouts = 1;
-  st.models = {vad, turn};
+  ModelStats tts;
+  tts.name = "tts";
+  tts.family = ModelFamily::kPiperTts;
+  tts.num_workers = 2;
+  tts.jobs_moved = 7;
+  st.models = {vad, turn, tts};
   ServerMetrics m;
   m.count_error("bad_control");
   m.count_error("bad_control");
   m.count_error("we\"ird");
   const std::string text = render_prometheus(st, m, 123456789);
   for (const char* line :
-       {"brisvox_active_streams 3\n", "brisvox_workers 3\n", "brisvox_frames_processed_total 100\n",
+       {"brisvox_active_streams 3\n", "brisvox_workers 5\n", "brisvox_frames_processed_total 100\n",
         "brisvox_model_workers{model=\"vad\",family=\"silero_vad\"} 2\n",
         "brisvox_model_workers{model=\"turn\",family=\"smart_turn\"} 1\n",
         "brisvox_model_inputs_total{model=\"vad\"} 100\n",
@@ -324,7 +329,8 @@ TEST(Metrics, PrometheusText) {
         "brisvox_errors_total{code=\"bad_control\"} 2\n",
         "brisvox_errors_total{code=\"we\\\"ird\"} 1\n", "brisvox_process_resident_memory_bytes 123456789\n",
         "brisvox_run_errors_total{model=\"vad\"} 5\n", "brisvox_run_timeouts_total{model=\"vad\"} 2\n",
-        "brisvox_run_timeouts_total{model=\"turn\"} 1\n", "# TYPE brisvox_queue_delay_seconds histogram\n",
+        "brisvox_run_timeouts_total{model=\"turn\"} 1\n", "brisvox_jobs_moved_total{model=\"tts\"} 7\n",
+        "brisvox_jobs_moved_total{model=\"vad\"} 0\n", "# TYPE brisvox_queue_delay_seconds histogram\n",
         "brisvox_added_latency_seconds_count 0\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }

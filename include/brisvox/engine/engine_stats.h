@@ -22,6 +22,9 @@ struct ModelStats {
   std::uint64_t items = 0;         // what they ran: frames (VAD), analyses (turn)
   std::uint64_t run_errors = 0;    // failed runs, timeouts included
   std::uint64_t run_timeouts = 0;  // runs cancelled after EngineConfig::run_timeout_ms
+  // Jobs a worker out of work took from a busy worker's queue between their steps (Piper speech
+  // sessions; 0 for the families whose jobs stay pinned).
+  std::uint64_t jobs_moved = 0;
   std::vector<std::uint64_t> batch_size_counts;  // [b] = runs of b items (index 0 unused)
   LatencyHistogram queue_delay;  // an item ready (a frame complete, a request submitted) -> its run starts
   LatencyHistogram inference;    // one run (pack + run + unpack)

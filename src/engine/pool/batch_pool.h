@@ -22,6 +22,15 @@
 // is submitted. Sequences that take several steps (a decoder) stay pinned and return true from
 // complete() until they are done; others join between steps.
 //
+// Jobs that carry all their state themselves (a Piper speech session: its synthesis lives in the
+// job, not in the worker's session) may move between steps, when the adapter says so (MovesJobs
+// below): a worker that runs out of work takes the waiting job due first from a busy worker's
+// queue, so that one worker does not idle while another has a queue (a pinned session keeps its
+// worker busy to the end of its reply while the other worker's sessions have finished). A job
+// moves only while it waits in a queue and is not in its worker's run (a job can be queued again
+// while it runs), and only the worker out of work moves it, holding the busy worker's mutex: the
+// job's worker-side fields have one owner at a time, handed over through that mutex.
+//
 // No allocation on the warm path: queues, batch arrays and counters are sized at construction.
 #pragma once
 
@@ -36,6 +45,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
@@ -82,6 +92,17 @@ concept PoolAdapter =
       { ca.load() } noexcept -> std::same_as<std::size_t>;
     };
 
+// An adapter whose jobs may move to another worker between steps (their state is in the job):
+// may_move(job) is asked by the job's worker's mutex holder, about a job that is not running
+// (Piper: not a session retired into that worker's list); detach()/attach() move the job's share
+// of load() from one worker's adapter to the other's.
+template <typename A>
+concept MovesJobs = PoolAdapter<A> && requires(A& a, const typename A::Job& job) {
+  { a.may_move(job) } -> std::same_as<bool>;
+  { a.attach() } noexcept;
+  { a.detach() } noexcept;
+};
+
 // What every pool offers the engine, whatever its adapter (not on the per-frame path).
 class ModelPool {
  public:
@@ -114,6 +135,7 @@ template <PoolAdapter A>
 class BatchPool : public ModelPool {
  public:
   using Job = typename A::Job;
+  static constexpr bool kMoves = MovesJobs<A>;
 
   // `spec` resolved (ModelSpec::resolved). make_adapter(i) builds worker i's adapter (its
   // session), returned by value: adapters need not be movable.
@@ -175,13 +197,18 @@ class BatchPool : public ModelPool {
   // Any thread: the job (pinned: job->worker set) has work. Cheap when it is already queued.
   void schedule(Job* job) {
     if (job->queued.exchange(true, std::memory_order_acq_rel)) return;
-    Worker& w = *workers_[static_cast<std::size_t>(job->worker)];
-    std::lock_guard lock(w.mu);
-    job->ready_since_ns = now_ns();
-    ReadyQueue<Job>& q = w.ready[static_cast<std::size_t>(job->key.load(std::memory_order_relaxed))];
-    q.push(job);  // cannot fail: a job is queued at most once and capacity > jobs pinned
-    ++w.num_ready;
-    if (w.idle || (w.gathering && q.size() >= static_cast<std::size_t>(spec().max_batch))) w.cv.notify_one();
+    Worker& w = *workers_[static_cast<std::size_t>(job->worker.load(std::memory_order_relaxed))];
+    bool surplus = false;
+    {
+      std::lock_guard lock(w.mu);
+      job->ready_since_ns = now_ns();
+      ReadyQueue<Job>& q = w.ready[static_cast<std::size_t>(job->key.load(std::memory_order_relaxed))];
+      q.push(job);  // cannot fail: a job is queued at most once and capacity > jobs pinned
+      ++w.num_ready;
+      if (w.idle || (w.gathering && q.size() >= static_cast<std::size_t>(spec().max_batch))) w.cv.notify_one();
+      surplus = kMoves && has_surplus(w, w.idle);
+    }
+    if (surplus) wake_one_out_of_work(w);
   }
 
   ModelStats stats() const override {
@@ -209,8 +236,10 @@ class BatchPool : public ModelPool {
     template <typename MakeAdapter>
     Worker(int i, MakeAdapter& make_adapter, const PoolShape& shape, std::size_t max_batch)
         : index(i), adapter(make_adapter(i)), counters(static_cast<int>(max_batch)) {
+      // A queue may hold every job of the pool when jobs move (a job is queued at most once).
       for (int k = 0; k < shape.num_keys; ++k) ready.emplace_back(shape.max_jobs_per_worker + 1);
       batch.resize(max_batch);
+      in_run.resize(max_batch);
       ready_ns.resize(max_batch);
       requeue.reserve(2 * max_batch);
     }
@@ -227,6 +256,14 @@ class BatchPool : public ModelPool {
     bool idle = false;                   // waiting for any work (mu)
     bool gathering = false;              // waiting to fill a batch (mu)
     bool stop = false;                   // (mu)
+    // MovesJobs pools only. The jobs of the run in progress (mu), which no other worker may take
+    // although they may be queued again meanwhile; `out_of_work`: this worker has nothing ready
+    // and looks at, or waits for, the other workers' queues (set before it looks, so that a job
+    // queued after its look finds it set); `poked`: such a job was queued meanwhile (mu).
+    std::vector<Job*> in_run;
+    std::size_t num_in_run = 0;
+    std::atomic<bool> out_of_work{false};
+    bool poked = false;
 
     // The batch being run (worker thread only), preallocated for max_batch.
     std::vector<Job*> batch;
@@ -239,10 +276,14 @@ class BatchPool : public ModelPool {
     std::unique_lock lock(w.mu);
     while (true) {
       while (!w.stop && w.num_ready == 0) {
+        if constexpr (kMoves) {
+          if (take_from_another(w, lock)) continue;
+        }
         w.idle = true;
         w.cv.wait(lock);
         w.idle = false;
       }
+      if constexpr (kMoves) w.out_of_work.store(false, std::memory_order_relaxed);
       if (w.num_ready == 0) break;  // stopping, nothing left
       int key = 0;
       const std::size_t count = gather(w, lock, key);
@@ -250,6 +291,7 @@ class BatchPool : public ModelPool {
       process(w, key, count);
       w.adapter.after_batch();
       lock.lock();
+      w.num_in_run = 0;
       for (Job* job : w.requeue) {
         if (job->queued.exchange(true, std::memory_order_acq_rel)) continue;
         job->ready_since_ns = now_ns();
@@ -257,7 +299,86 @@ class BatchPool : public ModelPool {
         ++w.num_ready;
       }
       w.requeue.clear();
+      if constexpr (kMoves) {
+        if (has_surplus(w, true)) {
+          lock.unlock();
+          wake_one_out_of_work(w);
+          lock.lock();
+        }
+      }
     }
+  }
+
+  // MovesJobs: more is ready on `w` than it will take now (w.mu held): an idle worker or one
+  // about to gather takes one run's worth; a busy one takes nothing before its run ends.
+  bool has_surplus(const Worker& w, bool next_run_now) const noexcept {
+    return w.num_ready > (next_run_now ? static_cast<std::size_t>(spec().max_batch) : 0);
+  }
+
+  // MovesJobs: `w` has surplus ready jobs; one worker out of work (if any) is woken to take one.
+  // No mutex held: this takes the other worker's.
+  void wake_one_out_of_work(const Worker& w) {
+    for (auto& other : workers_) {
+      if (other.get() == &w || !other->out_of_work.load(std::memory_order_seq_cst)) continue;
+      {
+        std::lock_guard lock(other->mu);
+        other->poked = true;
+      }
+      other->cv.notify_one();
+      return;
+    }
+  }
+
+  // MovesJobs: `w` (its mutex held through `lock`) has nothing ready. Takes the waiting job due
+  // first from another worker's queue into its own; true when it took one, or when a job was
+  // queued somewhere while it looked (look again). Holds one mutex at a time.
+  bool take_from_another(Worker& w, std::unique_lock<std::mutex>& lock) {
+    w.poked = false;
+    w.out_of_work.store(true, std::memory_order_seq_cst);  // before the look: see wake_one_out_of_work
+    lock.unlock();
+    Job* taken = nullptr;
+    for (std::size_t i = 1; i < workers_.size() && taken == nullptr; ++i) {
+      Worker& v = *workers_[(static_cast<std::size_t>(w.index) + i) % workers_.size()];
+      std::lock_guard other(v.mu);
+      taken = take_movable(v);
+      if (taken == nullptr) continue;
+      --v.num_ready;
+      v.adapter.detach();
+      w.adapter.attach();
+      // Read by schedule() only after it set `queued`, which stays set until w pops the job.
+      taken->worker.store(w.index, std::memory_order_relaxed);
+      v.counters.jobs_moved.fetch_add(1, std::memory_order_relaxed);
+    }
+    lock.lock();
+    if (taken != nullptr) {
+      w.ready[static_cast<std::size_t>(taken->key.load(std::memory_order_relaxed))].push(taken);
+      ++w.num_ready;
+      return true;
+    }
+    return std::exchange(w.poked, false);
+  }
+
+  // MovesJobs: removes from v's queues (v.mu held) the job due first that is not in v's run and
+  // that v's adapter lets go; null when there is none.
+  Job* take_movable(Worker& v) {
+    std::size_t best_key = 0, best_at = 0;
+    Job* best = nullptr;
+    for (std::size_t k = 0; k < v.ready.size(); ++k) {
+      const ReadyQueue<Job>& q = v.ready[k];
+      for (std::size_t i = 0; i < q.size(); ++i) {
+        Job* job = q.at(i);
+        const auto in_run_end = v.in_run.begin() + static_cast<std::ptrdiff_t>(v.num_in_run);
+        if (std::find(v.in_run.begin(), in_run_end, job) != in_run_end || !v.adapter.may_move(*job)) continue;
+        if (best == nullptr || job->ready_since_ns + job->defer_ns < best->ready_since_ns + best->defer_ns) {
+          best = job;
+          best_key = k;
+          best_at = i;
+        }
+        break;  // a queue is in order of arrival: its first movable job is its oldest
+      }
+    }
+    if (best != nullptr) v.ready[best_key].erase(best_at);
+    return best;
   }
 
   // Pops up to max_batch jobs of one key into w.batch (w.mu held); returns how many.
@@ -289,8 +410,10 @@ class BatchPool : public ModelPool {
       Job* job = q.pop();
       // Cleared before the job is examined, so that work arriving from now on queues it again.
       job->queued.store(false, std::memory_order_release);
+      if constexpr (kMoves) w.in_run[count] = job;
       w.batch[count++] = job;
     }
+    if constexpr (kMoves) w.num_in_run = count;
     w.num_ready -= count;
     key_out = static_cast<int>(key);
     return count;

@@ -9,6 +9,7 @@ void PoolCounters::add_to(ModelStats& into) const {
   into.items += items.load(std::memory_order_relaxed);
   into.run_errors += run_errors.load(std::memory_order_relaxed);
   into.run_timeouts += run_timeouts.load(std::memory_order_relaxed);
+  into.jobs_moved += jobs_moved.load(std::memory_order_relaxed);
   for (std::size_t b = 0; b < into.batch_size_counts.size() && b < batch_sizes.size(); ++b) {
     into.batch_size_counts[b] += batch_sizes[b].load(std::memory_order_relaxed);
   }

@@ -19,6 +19,7 @@ struct PoolCounters {
   std::atomic<std::uint64_t> items{0};
   std::atomic<std::uint64_t> run_errors{0};
   std::atomic<std::uint64_t> run_timeouts{0};  // runs the watchdog cancelled (also in run_errors)
+  std::atomic<std::uint64_t> jobs_moved{0};    // jobs another worker took from this one's queue
   std::vector<std::atomic<std::uint64_t>> batch_sizes;  // [b], b = 1..max_batch
   LatencyHistogram queue_delay;
   LatencyHistogram inference;

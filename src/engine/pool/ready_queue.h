@@ -21,6 +21,14 @@ class ReadyQueue {
     return true;
   }
   Job* front() const noexcept { return items_[head_]; }
+  // The i-th oldest (i < size()).
+  Job* at(std::size_t i) const noexcept { return items_[(head_ + i) % items_.size()]; }
+  // Removes the i-th oldest, keeping the others in order (a worker taking a job from another's
+  // queue: rare, and queues are short).
+  void erase(std::size_t i) noexcept {
+    for (; i + 1 < size_; ++i) items_[(head_ + i) % items_.size()] = items_[(head_ + i + 1) % items_.size()];
+    --size_;
+  }
   Job* pop() noexcept {
     Job* job = items_[head_];
     head_ = (head_ + 1) % items_.size();

@@ -2,8 +2,9 @@
 // side), the synthesis in progress and the outputs not yet delivered (worker side), and the event
 // ring and payload channel its reader drains. Allocated at open_speech; one per session.
 //
-// A session is a job of its voice's pool (PoolJob), pinned to one worker for its life: that worker
-// alone touches the worker-side fields. Its key says what its next step is: kTtsStartKey (the
+// A session is a job of its voice's pool (PoolJob), pinned to one worker, which alone touches the
+// worker-side fields; between sentences, while it waits in that worker's queue, a worker out of
+// work may take it over (BatchPool, MovesJobs), the fields handed over under the first's mutex. Its key says what its next step is: kTtsStartKey (the
 // first sentence of an utterance: a caller waits for it) or kTtsContinueKey (a later sentence, due
 // only when the one before it has partly played). Who schedules it: speak() (a new utterance),
 // cancel(), close(), and the reader when it frees room the worker waits for (`waiting`).

@@ -1,7 +1,9 @@
 // Text-to-speech on the batch pool: Piper as a request model whose jobs take several steps.
 //
-// A job is a speech session (SpeechSlot), pinned to the least loaded worker when it is opened.
-// One step is one sentence:
+// A job is a speech session (SpeechSlot), pinned to the least loaded worker when it is opened;
+// between sentences a worker out of work may take it from a busy one (BatchPool's MovesJobs: the
+// session's synthesis is all in the slot), so that with unequal replies no worker idles while
+// another has sentences waiting. One step is one sentence:
 //   prepare()   delivers what the session's last step left undelivered (if the reader has not made
 //               room yet, the job waits: it is not staged, and the reader's next read wakes it);
 //               applies a cancel; takes the next utterance when none is in progress and runs
@@ -66,8 +68,14 @@ class TtsAdapter {
   void clear_cancel() noexcept { tts_.clear_cancel(); }
   std::string describe_failure(const Error& e, bool timed_out, std::size_t rows, std::int64_t elapsed_ns) const;
   std::size_t load() const noexcept { return sessions_.load(std::memory_order_relaxed); }
-  // open_speech (any thread): one more session pinned to this worker.
+  // open_speech, or a session moving here from another worker (any thread): one more session on
+  // this worker; detach(): one less (moving away).
   void attach() noexcept { sessions_.fetch_add(1, std::memory_order_relaxed); }
+  void detach() noexcept { sessions_.fetch_sub(1, std::memory_order_relaxed); }
+  // Asked by the worker out of work that would take `s` from this one's queue (BatchPool, under
+  // this worker's mutex, `s` not in its run): a session's state is all in its SpeechSlot, so any
+  // worker can run its next sentence, but a retired one belongs to this worker's retired list.
+  bool may_move(const SpeechSlot& s) const noexcept { return !s.retired; }
 
   const PiperTts& tts() const noexcept { return tts_; }
 
