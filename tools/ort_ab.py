@@ -57,6 +57,9 @@ def main() -> int:
     ap.add_argument("--phonemes", type=int, default=60)
     ap.add_argument("--frames", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--profile", metavar="PREFIX",
+                    help="write ONNX Runtime's profile of each file's runs to PREFIX_<n>_*.json "
+                         "(tools/ort_profile_summary.py sums it)")
     args = ap.parse_args()
     if ort.__version__ != "1.29.0":
         print(f"warning: onnxruntime {ort.__version__}, not brisvox's 1.29.0 (run scripts/setup.sh)", file=sys.stderr)
@@ -69,6 +72,9 @@ def main() -> int:
         so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
         so.enable_cpu_mem_arena = True
+        if args.profile:
+            so.enable_profiling = True
+            so.profile_file_prefix = f"{args.profile}_{len(sessions)}"
         sessions.append(ort.InferenceSession(f, so, providers=["CPUExecutionProvider"]))
     outputs = [s.run(None, feeds)[0] for s in sessions]  # also the warm-up
     times = [[] for _ in sessions]
@@ -86,6 +92,9 @@ def main() -> int:
         diff = float(np.abs(out - outputs[0]).max()) if out.shape == outputs[0].shape else float("nan")
         print(f"  {f}: max |diff| {diff:.2e} (of {scale:.2f}); CPU per run min {1000 * min(t):.1f} ms, "
               f"median {1000 * float(np.median(t)):.1f} ms")
+    if args.profile:
+        for f, s in zip(args.files, sessions):
+            print(f"  profile of {f}: {s.end_profiling()}")
     return 0
 
 

@@ -2,7 +2,9 @@
 """Sums an ONNX Runtime profile (SessionConfig::profile_prefix, or onnxruntime's
 SessionOptions.enable_profiling) per operator type: time per Run and share of the kernels' total.
 
-    tools/ort_profile_summary.py PROFILE.json [--top 15] [--nodes 10]
+    tools/ort_profile_summary.py PROFILE.json [--top 15] [--nodes 10] [--shapes Conv]
+
+--shapes OP also sums OP's time by output shape (which layers of a network cost what).
 
 Only the standard library. The first Run (warm-up) is left out when there are several.
 """
@@ -17,6 +19,7 @@ def main() -> None:
     ap.add_argument("profile")
     ap.add_argument("--top", type=int, default=15, help="operator types to list")
     ap.add_argument("--nodes", type=int, default=10, help="slowest single nodes to list")
+    ap.add_argument("--shapes", metavar="OP", help="also sum this operator type's time by output shape")
     args = ap.parse_args()
     with open(args.profile) as f:
         events = json.load(f)
@@ -26,6 +29,8 @@ def main() -> None:
     by_op = collections.Counter()
     by_node = collections.Counter()
     node_op = {}
+    by_shape = collections.Counter()
+    shape_nodes = collections.Counter()
     for e in events:
         if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time") or e["ts"] < first_end:
             continue
@@ -35,6 +40,10 @@ def main() -> None:
         node = e["name"][: -len("_kernel_time")]
         by_node[node] += e["dur"]
         node_op[node] = f"{op} ({provider})" if provider else op
+        if op == args.shapes:
+            shape = str(e.get("args", {}).get("output_type_shape", "?"))
+            by_shape[shape] += e["dur"]
+            shape_nodes[shape] += 1
     n = max(1, len(counted))
     total = sum(by_op.values())
     run_ms = sum(r["dur"] for r in counted) / n / 1000
@@ -45,6 +54,10 @@ def main() -> None:
     print(f"\nslowest nodes:")
     for node, us in by_node.most_common(args.nodes):
         print(f"  {node[:60]:60} {node_op[node]:28} {us / n / 1000:7.3f} ms")
+    if args.shapes:
+        print(f"\n{args.shapes} by output shape:")
+        for shape, us in by_shape.most_common():
+            print(f"  {us / n / 1000:8.2f} ms  {shape_nodes[shape] // n:4d} nodes  {shape}")
 
 
 if __name__ == "__main__":
