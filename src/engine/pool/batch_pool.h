@@ -257,7 +257,8 @@ class BatchPool : public ModelPool {
     bool gathering = false;              // waiting to fill a batch (mu)
     bool stop = false;                   // (mu)
     // MovesJobs pools only. The jobs of the run in progress (mu), which no other worker may take
-    // although they may be queued again meanwhile; `out_of_work`: this worker has nothing ready
+    // although they may be queued again meanwhile (a copy: process() compacts `batch` without the
+    // mutex, so another worker cannot read that); `out_of_work`: this worker has nothing ready
     // and looks at, or waits for, the other workers' queues (set before it looks, so that a job
     // queued after its look finds it set); `poked`: such a job was queued meanwhile (mu).
     std::vector<Job*> in_run;
@@ -291,7 +292,7 @@ class BatchPool : public ModelPool {
       process(w, key, count);
       w.adapter.after_batch();
       lock.lock();
-      w.num_in_run = 0;
+      if constexpr (kMoves) w.num_in_run = 0;
       for (Job* job : w.requeue) {
         if (job->queued.exchange(true, std::memory_order_acq_rel)) continue;
         job->ready_since_ns = now_ns();
@@ -363,11 +364,11 @@ class BatchPool : public ModelPool {
   Job* take_movable(Worker& v) {
     std::size_t best_key = 0, best_at = 0;
     Job* best = nullptr;
+    const auto in_run_end = v.in_run.begin() + static_cast<std::ptrdiff_t>(v.num_in_run);
     for (std::size_t k = 0; k < v.ready.size(); ++k) {
       const ReadyQueue<Job>& q = v.ready[k];
       for (std::size_t i = 0; i < q.size(); ++i) {
         Job* job = q.at(i);
-        const auto in_run_end = v.in_run.begin() + static_cast<std::ptrdiff_t>(v.num_in_run);
         if (std::find(v.in_run.begin(), in_run_end, job) != in_run_end || !v.adapter.may_move(*job)) continue;
         if (best == nullptr || job->ready_since_ns + job->defer_ns < best->ready_since_ns + best->defer_ns) {
           best = job;

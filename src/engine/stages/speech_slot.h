@@ -4,10 +4,11 @@
 //
 // A session is a job of its voice's pool (PoolJob), pinned to one worker, which alone touches the
 // worker-side fields; between sentences, while it waits in that worker's queue, a worker out of
-// work may take it over (BatchPool, MovesJobs), the fields handed over under the first's mutex. Its key says what its next step is: kTtsStartKey (the
-// first sentence of an utterance: a caller waits for it) or kTtsContinueKey (a later sentence, due
-// only when the one before it has partly played). Who schedules it: speak() (a new utterance),
-// cancel(), close(), and the reader when it frees room the worker waits for (`waiting`).
+// work may take it over (BatchPool, MovesJobs), the fields handed over under the first's mutex.
+// Its key says what its next step is: kTtsStartKey (the first sentence of an utterance: a caller
+// waits for it) or kTtsContinueKey (a later sentence, due only when the one before it has partly
+// played). Who schedules it: speak() (a new utterance), cancel(), close(), and the reader when it
+// frees room the worker waits for (`waiting`).
 //
 // Lifetime: the session keeps itself alive (`self`) from open until its worker retires it after
 // close(): the handle may go while the job still sits in a ready queue. The worker moves `self`
