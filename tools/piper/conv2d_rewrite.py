@@ -30,11 +30,18 @@ The passes, each exact or within float rounding:
    (a residual branch point). ONNX Runtime fuses Conv + LeakyRelu into one NCHWc convolution, so
    the activation costs the same pass it did, and the Adds stay NCHWc. Only for channel counts that
    are multiples of 16 (the NCHWc block on AVX-512; a multiple of AVX2's 8 too).
+3a. A Div by a constant of a tensor on the NCHWc side (each decoder stage's mean of its residual
+   blocks, x / 3) becomes a depthwise 1x1 convolution by 1/3, which the LeakyRelu after it fuses
+   into: Div and LeakyRelu ran in NCHW, between a reorder out of NCHWc and one back in.
+3b. A decoder convolution with one output channel (conv_post, 32 channels -> the waveform) becomes
+   a depthwise convolution over time and a 1x1 convolution across the channels: the NCHWc kernels
+   pad one output channel to 16 and compute them all; split, it does ~1/5 of the arithmetic.
 4. value_info giving every decoder stage's tensors one symbolic length, so that ONNX Runtime can
    prove a residual Add's inputs have one shape and fold the Add into the convolution before it.
 
 Measured (docs/PERFORMANCE.md, "Text-to-speech"): passes 2-4 make a sentence ~9 % cheaper than
-pass 1 alone did, which was ~15 % cheaper than the voice as shipped.
+pass 1 alone did, which was ~15 % cheaper than the voice as shipped; passes 3a and 3b another
+~2.5-4 % ("The decoder's last steps").
 
 The audio differs from the original's only by float rounding (max |diff| ~4e-5 on a sentence;
 tests/tts compare the two within 1e-4). brisvox's PiperTts loads VOICE.conv2d.onnx instead of
@@ -199,27 +206,69 @@ def lift_elementwise(nodes, four_d, channels, constants):
     return kept, lifted
 
 
+def on_nchwc_side(name, producer, channels, seen=0):
+    """Made by a 2-D Conv (or a bridge), or by Adds of such tensors."""
+    node = producer.get(name)
+    if node is None or seen > 64:
+        return False
+    if node.op_type == "Conv":
+        return channels.get(name, 0) % NCHWC_BLOCK == 0 and channels.get(name, 0) > 0
+    if node.op_type == "Add":
+        return all(on_nchwc_side(i, producer, channels, seen + 1) for i in node.input)
+    return False
+
+
+def depthwise(x, c, value, name, graph):
+    """A 1x1 depthwise convolution multiplying every channel by `value`: an NCHWc node that ONNX
+    Runtime can fuse a following LeakyRelu into."""
+    weight = name + "_weight"
+    graph.initializer.append(numpy_helper.from_array(np.full((c, 1, 1, 1), value, np.float32), weight))
+    return helper.make_node("Conv", [x, weight], [name + "_output"], name=name, group=int(c), kernel_shape=[1, 1])
+
+
+def constant_values(graph, initializers, names):
+    """The values of the one-element constants `names`."""
+    values = {name: float(numpy_helper.to_array(initializers[name]).reshape(-1)[0])
+              for name in names if name in initializers}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output[0] in names:
+            for a in node.attribute:
+                if a.name == "value":
+                    values[node.output[0]] = float(numpy_helper.to_array(a.t).reshape(-1)[0])
+    return values
+
+
+def scales_as_depthwise(nodes, channels, values, graph):
+    """Pass 3a (after pass 3, whose bridges put the upsamplers' outputs on the NCHWc side): a Div by
+    a constant c of a tensor on the NCHWc side (a decoder stage's mean of its three residual
+    blocks, x / 3) becomes a depthwise convolution by 1/c. ONNX Runtime runs Div and the LeakyRelu
+    after it in NCHW, so the stage's tensor was reordered out of the NCHWc layout, divided,
+    activated and reordered back: four passes over it where one fused convolution does the same.
+    x * (1/c) differs from x / c by float rounding only."""
+    producer = {o: n for n in nodes for o in n.output}
+    out, scaled = [], 0
+    for node in nodes:
+        x = node.input[0] if node.input else None
+        if (node.op_type == "Div" and node.output[0].endswith("_brisvox_4d") and node.input[1] in values
+                and values[node.input[1]] != 0 and on_nchwc_side(x, producer, channels)):
+            conv = depthwise(x, channels[x], 1.0 / values[node.input[1]], node.name + "_brisvox_scale", graph)
+            conv.output[0] = node.output[0]
+            channels[node.output[0]] = channels[x]
+            producer[node.output[0]] = conv
+            out.append(conv)
+            scaled += 1
+        else:
+            out.append(node)
+    return out, scaled
+
+
 def add_nchwc_bridges(nodes, channels, upsampled, graph):
     """Pass 3: identity depthwise convolutions after the upsamplers and before branch-point LeakyRelu."""
     uses = collections.Counter(i for n in nodes for i in n.input)
     producer = {o: n for n in nodes for o in n.output}
 
     def identity(x, c, name):
-        weight = name + "_weight"
-        graph.initializer.append(numpy_helper.from_array(np.ones((c, 1, 1, 1), np.float32), weight))
-        return helper.make_node("Conv", [x, weight], [name + "_output"], name=name, group=int(c),
-                                kernel_shape=[1, 1])
-
-    def on_nchwc_side(name, seen=0):
-        """Made by a 2-D Conv (or a bridge), or by Adds of such tensors."""
-        node = producer.get(name)
-        if node is None or seen > 64:
-            return False
-        if node.op_type == "Conv":
-            return channels.get(name, 0) % NCHWC_BLOCK == 0 and channels.get(name, 0) > 0
-        if node.op_type == "Add":
-            return all(on_nchwc_side(i, seen + 1) for i in node.input)
-        return False
+        return depthwise(x, c, 1.0, name, graph)
 
     out, renamed, bridges = [], {}, 0
     for node in nodes:
@@ -229,7 +278,7 @@ def add_nchwc_bridges(nodes, channels, upsampled, graph):
             x = node.input[0]
             made_by = producer.get(x)
             convs_only_use = made_by is not None and made_by.op_type == "Conv" and uses[x] == 1
-            if not convs_only_use and on_nchwc_side(x):
+            if not convs_only_use and on_nchwc_side(x, producer, channels):
                 bridge = identity(x, channels[x], node.name + "_brisvox_nchwc")
                 out.append(bridge)
                 node.input[0] = bridge.output[0]
@@ -246,6 +295,38 @@ def add_nchwc_bridges(nodes, channels, upsampled, graph):
                 producer[bridge.output[0]] = bridge
                 bridges += 1
     return out, bridges
+
+
+def single_output_convs_split(nodes, upsampled, graph):
+    """Pass 3b: a decoder convolution with one output channel (HiFi-GAN's conv_post: 32 channels ->
+    the waveform, a kernel of 7) as a depthwise convolution over time and a 1x1 one across the
+    channels. ONNX Runtime's NCHWc kernels pad the one output channel to a block of 16 and compute
+    all 16 (~3.4 ms of a 60-phoneme run on the Zen 4, 1/16 of it useful). Split, the K-tap
+    filtering is done once per channel (C*K products per sample, the depthwise kernel), and only
+    the channel sum pays for the padding (16*C): 736 products per sample instead of 3584 here. Exact up to float rounding (another order of
+    the same products)."""
+    initializers = {i.name: i for i in graph.initializer}
+    out, split, decoder = [], 0, False
+    for node in nodes:
+        decoder = decoder or node.output[0] in upsampled
+        w = initializers.get(node.input[1]) if node.op_type == "Conv" and len(node.input) > 1 else None
+        a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+        if (not decoder or w is None or len(w.dims) != 4 or w.dims[0] != 1 or w.dims[2] != 1 or w.dims[3] < 2
+                or w.dims[1] % NCHWC_BLOCK != 0 or a.get("group", 1) != 1 or "auto_pad" in a):
+            out.append(node)
+            continue
+        c = int(w.dims[1])
+        taps = numpy_helper.to_array(w)  # [1, C, 1, K]
+        base = node.name + "_brisvox_split"
+        graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(taps.transpose(1, 0, 2, 3)), base + "_taps"))
+        graph.initializer.append(numpy_helper.from_array(np.ones((1, c, 1, 1), np.float32), base + "_sum"))
+        attrs = {k: v for k, v in a.items() if k != "group"}
+        out.append(helper.make_node("Conv", [node.input[0], base + "_taps"], [base + "_filtered"], name=base + "_taps",
+                                    group=c, **attrs))
+        out.append(helper.make_node("Conv", [base + "_filtered", base + "_sum"] + list(node.input[2:]), [node.output[0]],
+                                    name=base + "_sum", kernel_shape=[1, 1]))
+        split += 1
+    return out, split
 
 
 def add_length_hints(graph, nodes, channels, upsampled):
@@ -310,6 +391,8 @@ def main() -> int:
     graph.initializer.append(numpy_helper.from_array(np.array([2], dtype=np.int64), AXIS))
     nodes, lifted = lift_elementwise(nodes, four_d, channels, constants)
     nodes, bridges = add_nchwc_bridges(nodes, channels, upsampled, graph)
+    nodes, scaled = scales_as_depthwise(nodes, channels, constant_values(graph, initializers, constants), graph)
+    nodes, narrowed = single_output_convs_split(nodes, upsampled, graph)
     nodes = remove_unused(graph, nodes)
     used = {i for n in nodes for i in n.input}
     kept_initializers = [i for i in graph.initializer if i.name in used]
@@ -322,7 +405,8 @@ def main() -> int:
     onnx.checker.check_model(model)
     onnx.save(model, dst)
     print(f"{dst}: {rewritten} convolutions rewritten as 2-D, {lifted} elementwise nodes kept 4-D, "
-          f"{bridges} NCHWc bridges, {hints} length hints", file=sys.stderr)
+          f"{bridges} NCHWc bridges, {scaled} scales as depthwise convolutions, "
+          f"{narrowed} one-channel convolutions split, {hints} length hints", file=sys.stderr)
     return 0
 
 
