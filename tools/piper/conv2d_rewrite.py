@@ -38,12 +38,15 @@ The passes, each exact or within float rounding:
    pad one output channel to 16 and compute them all; split, it does ~1/5 of the arithmetic.
 4. value_info giving every decoder stage's tensors one symbolic length, so that ONNX Runtime can
    prove a residual Add's inputs have one shape and fold the Add into the convolution before it.
+5. The undilated 5-tap convolutions (the flow's WaveNet layers) in Winograd form F(4, 5): a
+   strided depthwise Conv, one batched MatMul over the 8 transform points (8 products per 4
+   outputs instead of 20) and the output transform (tools/piper/winograd.py has the matrices).
 
 Measured (docs/PERFORMANCE.md, "Text-to-speech"): passes 2-4 make a sentence ~9 % cheaper than
 pass 1 alone did, which was ~15 % cheaper than the voice as shipped; passes 3a and 3b another
-~2.5-4 % ("The decoder's last steps").
+~2.5-4 % ("The decoder's last steps"); pass 5 another ~4-5 % ("The flow in Winograd form").
 
-The audio differs from the original's only by float rounding (max |diff| ~4e-5 on a sentence;
+The audio differs from the original's only by float rounding (max |diff| ~5e-5 on a sentence;
 tests/tts compare the two within 1e-4). brisvox's PiperTts loads VOICE.conv2d.onnx instead of
 VOICE.onnx when it is beside it and not older.
 
@@ -52,10 +55,13 @@ voice gives the same bytes (scripts/deps.sha256 lists them).
 """
 import collections
 import sys
+from fractions import Fraction
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+from winograd import toom_cook
 
 AXIS = "brisvox_conv2d_axis"
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "LeakyRelu", "Relu", "Tanh", "Sigmoid"}
@@ -329,6 +335,84 @@ def single_output_convs_split(nodes, upsampled, graph):
     return out, split
 
 
+# Pass 5: F(4, 5) at these points (docs/MODELS.md): 8 products per 4 outputs against 20.
+WINOGRAD_TAPS = 5
+WINOGRAD_OUTPUTS = 4
+WINOGRAD_POINTS = [0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)]
+
+
+def winograd_convs(nodes, graph):
+    """Pass 5: the undilated 5-tap convolutions (the flow's WaveNet layers, 192 -> 384 channels at
+    the frame rate: ~16 % of a run) in Winograd form F(4, 5) (tools/piper/winograd.py): per
+    batch item, with K = 8 transform points and Q = ceil(T / 4) tiles,
+      V = depthwise Conv(x), stride 4, kernel 8: each tile's input transform BT, [N, C*K, 1, Q]
+      M = U @ V over the K points: one MatMul of [K, O, C] by [N, K, C, Q] (U = G folded into
+          the weights), at 8/20 of the direct form's products
+      y = AT @ M: the 4 outputs of each tile, interleaved into time and cut to T, plus the bias.
+    The MatMul is not NCHWc, but its tensors (192 channels at the frame rate) stay in L2 and it
+    runs at ~80 % of the NCHWc kernels' rate: ~0.7x the convolution's time. Not for the decoder:
+    its large tensors make the transforms' extra passes cost more than the products saved, and
+    its 5-tap convolutions are dilated. Within float rounding of the direct form (the audio
+    within ~1e-5 of pass 4's)."""
+    initializers = {i.name: i for i in graph.initializer}
+    m, r = WINOGRAD_OUTPUTS, WINOGRAD_TAPS
+    k_all = m + r - 1
+    at, g, bt = (np.array([[float(v) for v in row] for row in a], np.float64)
+                 for a in toom_cook(m, r, WINOGRAD_POINTS))
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    out, done = [], 0
+    for node in nodes:
+        w = initializers.get(node.input[1]) if node.op_type == "Conv" and len(node.input) > 1 else None
+        a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+        if (w is None or len(w.dims) != 4 or w.dims[2] != 1 or w.dims[3] != r or a.get("group", 1) != 1
+                or a.get("dilations", [1, 1]) != [1, 1] or a.get("strides", [1, 1]) != [1, 1] or "auto_pad" in a
+                or a.get("pads") != [0, r // 2, 0, r // 2]):
+            out.append(node)
+            continue
+        weight = numpy_helper.to_array(w)[:, :, 0, :].astype(np.float64)  # [O, C, r]
+        o, c = weight.shape[:2]
+        # U[k] = sum_i G[k, i] W[:, :, i], the sum in a fixed order: the same bytes on every machine.
+        u = np.zeros((k_all, o, c), np.float64)
+        for i in range(r):
+            u += g[:, i, None, None] * weight[None, :, :, i]
+        taps = np.tile(bt, (c, 1)).reshape(c * k_all, 1, 1, k_all)
+        base = node.name + "_brisvox_winograd"
+
+        def const(suffix, array):
+            graph.initializer.append(numpy_helper.from_array(array, base + suffix))
+            return base + suffix
+
+        x, y = node.input[0], node.output[0]
+        bias = [node.input[2]] if len(node.input) > 2 and node.input[2] else []
+        out += [
+            helper.make_node("Conv", [x, const("_bt", taps.astype(np.float32))], [base + "_v"], name=base + "_bt",
+                             group=int(c), kernel_shape=[1, k_all], strides=[1, m],
+                             pads=[0, r // 2, 0, k_all - 1 - r // 2 + m - 1]),
+            helper.make_node("Reshape", [base + "_v", const("_v_shape", i64([0, c, k_all, -1]))], [base + "_v4"],
+                             name=base + "_v4"),
+            helper.make_node("Transpose", [base + "_v4"], [base + "_vk"], name=base + "_vk", perm=[0, 2, 1, 3]),
+            helper.make_node("MatMul", [const("_u", u.astype(np.float32)), base + "_vk"], [base + "_m"],
+                             name=base + "_products"),
+            helper.make_node("Reshape", [base + "_m", const("_m_shape", i64([0, k_all, -1]))], [base + "_m3"],
+                             name=base + "_m3"),
+            helper.make_node("MatMul", [const("_at", at.astype(np.float32)), base + "_m3"], [base + "_y"],
+                             name=base + "_at"),
+            helper.make_node("Reshape", [base + "_y", const("_y_shape", i64([0, m, o, -1]))], [base + "_y4"],
+                             name=base + "_y4"),
+            helper.make_node("Transpose", [base + "_y4"], [base + "_yt"], name=base + "_interleave", perm=[0, 2, 3, 1]),
+            helper.make_node("Reshape", [base + "_yt", const("_row_shape", i64([0, o, 1, -1]))], [base + "_row"],
+                             name=base + "_row"),
+            helper.make_node("Shape", [x], [base + "_length"], name=base + "_length", start=3, end=4),
+            helper.make_node("Slice", [base + "_row", const("_start", i64([0])), base + "_length", const("_axis", i64([3]))],
+                             [base + "_cut" if bias else y], name=base + "_cut"),
+        ]
+        if bias:
+            b = numpy_helper.to_array(initializers[bias[0]]).astype(np.float32).reshape(1, o, 1, 1)
+            out.append(helper.make_node("Add", [base + "_cut", const("_bias", b)], [y], name=base + "_bias"))
+        done += 1
+    return out, done
+
+
 def add_length_hints(graph, nodes, channels, upsampled):
     """Pass 4: value_info naming each decoder stage's length. ONNX Runtime folds a residual Add into
     the NCHWc convolution before it only when it can prove both inputs have one shape, and its own
@@ -393,6 +477,7 @@ def main() -> int:
     nodes, bridges = add_nchwc_bridges(nodes, channels, upsampled, graph)
     nodes, scaled = scales_as_depthwise(nodes, channels, constant_values(graph, initializers, constants), graph)
     nodes, narrowed = single_output_convs_split(nodes, upsampled, graph)
+    nodes, winograd = winograd_convs(nodes, graph)
     nodes = remove_unused(graph, nodes)
     used = {i for n in nodes for i in n.input}
     kept_initializers = [i for i in graph.initializer if i.name in used]
@@ -406,7 +491,7 @@ def main() -> int:
     onnx.save(model, dst)
     print(f"{dst}: {rewritten} convolutions rewritten as 2-D, {lifted} elementwise nodes kept 4-D, "
           f"{bridges} NCHWc bridges, {scaled} scales as depthwise convolutions, "
-          f"{narrowed} one-channel convolutions split, {hints} length hints", file=sys.stderr)
+          f"{narrowed} one-channel convolutions split, {winograd} in Winograd form, {hints} length hints", file=sys.stderr)
     return 0
 
 
