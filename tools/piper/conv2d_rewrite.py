@@ -86,6 +86,16 @@ def conv_2d_attributes(node, kernel_width):
     return out
 
 
+def add_constant(graph, name, array):
+    """Adds `array` as the initializer `name` and returns the name (a new node's input)."""
+    graph.initializer.append(numpy_helper.from_array(array, name))
+    return name
+
+
+def i64(values):
+    return np.array(values, np.int64)
+
+
 def polyphase_weights(w, bias, stride):
     """A ConvTranspose weight [Cin, Cout, 2s] as the weight [Cout*s, Cin, 1, 2] of a Conv over the
     input (and its bias repeated per phase): output sample q*s + r - p is phase r at position q,
@@ -152,11 +162,9 @@ def polyphase_nodes(node, w, shape, x4, y4, graph, initializers):
     base = node.name + "_brisvox_polyphase"
 
     def const(suffix, array):
-        graph.initializer.append(numpy_helper.from_array(array, base + suffix))
-        return base + suffix
+        return add_constant(graph, base + suffix, array)
 
     inputs = [x4, const("_weight", phases)] + ([const("_bias", repeated)] if repeated is not None else [])
-    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
     return [
         helper.make_node("Conv", inputs, [base + "_phases"], name=base, kernel_shape=[1, 2], pads=[0, 1, 0, 1]),
         helper.make_node("Reshape", [base + "_phases", const("_split_shape", i64([0, cout, stride, -1]))], [base + "_split"],
@@ -359,7 +367,6 @@ def winograd_convs(nodes, graph):
     k_all = m + r - 1
     at, g, bt = (np.array([[float(v) for v in row] for row in a], np.float64)
                  for a in toom_cook(m, r, WINOGRAD_POINTS))
-    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
     out, done = [], 0
     for node in nodes:
         w = initializers.get(node.input[1]) if node.op_type == "Conv" and len(node.input) > 1 else None
@@ -379,8 +386,7 @@ def winograd_convs(nodes, graph):
         base = node.name + "_brisvox_winograd"
 
         def const(suffix, array):
-            graph.initializer.append(numpy_helper.from_array(array, base + suffix))
-            return base + suffix
+            return add_constant(graph, base + suffix, array)
 
         x, y = node.input[0], node.output[0]
         bias = [node.input[2]] if len(node.input) > 2 and node.input[2] else []
