@@ -59,7 +59,42 @@ def correlate(at, g, bt, filt, data):
     return [sum(aj[k] * u[k] * v[k] for k in range(len(u))) for aj in at]
 
 
+# The forms brisvox's WinogradConv operator runs (src/runtime/winograd_matrices.h, written by
+# `python3 tools/piper/winograd.py --cxx`): F(4, r) for the decoder's 3-, 5- and 7-tap layers.
+# Small points first; 7 taps need nine finite points, so +-3 join (float32 error ~1e-5 relative).
+RUNTIME_FORMS = [(4, 3, [0, 1, -1, 2, -2]),
+                 (4, 5, [0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)]),
+                 (4, 7, [0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2), 3, -3])]
+
+
+def cxx_header():
+    """The C++ header with RUNTIME_FORMS' matrices: AT and BT as float, G as double (the weight
+    transform runs once, in double)."""
+    lines = ["// Written by `python3 tools/piper/winograd.py --cxx` from exact rationals (Toom-Cook at the",
+             "// points named below). Do not edit: change RUNTIME_FORMS there and run it again.",
+             "#pragma once", "", "namespace brisvox::runtime::winograd {", ""]
+
+    def flat(a, suffix):
+        return ", ".join(repr(float(v)) + suffix for row in a for v in row)
+
+    for m, r, points in RUNTIME_FORMS:
+        at, g, bt = toom_cook(m, r, points)
+        lines += [f"// F({m}, {r}) at {', '.join(str(p) for p in points)} and infinity.",
+                  f"struct F{m}x{r} {{",
+                  f"  static constexpr int m = {m}, r = {r}, K = {m + r - 1};",
+                  f"  static constexpr float at[m * K] = {{{flat(at, 'f')}}};",
+                  f"  static constexpr float bt[K * K] = {{{flat(bt, 'f')}}};",
+                  f"  static constexpr double g[K * r] = {{{flat(g, '')}}};",
+                  "};", ""]
+    lines += ["}  // namespace brisvox::runtime::winograd", ""]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["--cxx"]:
+        sys.stdout.write(cxx_header())
+        sys.exit(0)
     import random
     for m, r, points in [(2, 3, [0, 1, -1]), (4, 3, [0, 1, -1, 2, -2]),
                          (4, 5, [0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)])]:

@@ -1,0 +1,130 @@
+#include "runtime/winograd_conv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "brisvox/error.h"
+#include "runtime/winograd_matrices.h"
+
+namespace brisvox::runtime {
+namespace {
+
+// U[k][c][o] = sum_i G[k][i] W[o][c][i], in double and in a fixed order: the same floats on
+// every machine.
+template <class F>
+std::vector<float> transform_weights(std::span<const float> w, int64_t out, int64_t in) {
+  std::vector<float> u(size_t(F::K * in * out));
+  for (int k = 0; k < F::K; ++k) {
+    for (int64_t c = 0; c < in; ++c) {
+      for (int64_t o = 0; o < out; ++o) {
+        double s = 0;
+        for (int i = 0; i < F::r; ++i) s += F::g[k * F::r + i] * double(w[size_t((o * in + c) * F::r + i)]);
+        u[size_t((k * in + c) * out + o)] = float(s);
+      }
+    }
+  }
+  return u;
+}
+
+// What this CPU and build can run, widest first; asked once (the CPU does not change).
+const std::vector<WinogradIsa>& supported() {
+  static const std::vector<WinogradIsa> isas = [] {
+    std::vector<WinogradIsa> out;
+#if defined(__x86_64__) && defined(BRISVOX_WINOGRAD_X86)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) out.push_back(WinogradIsa::kAvx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back(WinogradIsa::kAvx2);
+#endif
+    out.push_back(WinogradIsa::kGeneric);
+    return out;
+  }();
+  return isas;
+}
+
+bool cpu_has(WinogradIsa isa) {
+  const auto& isas = supported();
+  return std::find(isas.begin(), isas.end(), isa) != isas.end();
+}
+
+WinogradIsa best_isa() { return supported().front(); }
+
+}  // namespace
+
+WinogradConv::WinogradConv(std::span<const float> weight, std::span<const float> bias,
+                           int64_t out_channels, int64_t in_channels, int64_t taps, int64_t dilation,
+                           std::optional<float> leaky_alpha)
+    : out_channels_(out_channels), in_channels_(in_channels), taps_(taps), dilation_(dilation) {
+  if (taps != 3 && taps != 5 && taps != 7) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("WinogradConv has F(4, r) forms for 3, 5 and 7 taps, not {}", taps));
+  }
+  if (dilation < 1 || out_channels < 1 || in_channels < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("WinogradConv needs a dilation and channel counts >= 1 (got dilation {}, "
+                            "{} -> {} channels)", dilation, in_channels, out_channels));
+  }
+  if (weight.size() != size_t(out_channels * in_channels * taps)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("WinogradConv weight has {} values, expected {} x {} x {} = {}", weight.size(),
+                            out_channels, in_channels, taps, out_channels * in_channels * taps));
+  }
+  if (!bias.empty() && bias.size() != size_t(out_channels)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("WinogradConv bias has {} values, expected {}", bias.size(), out_channels));
+  }
+  plan_.in = in_channels;
+  plan_.out = out_channels;
+  plan_.taps = taps;
+  plan_.dilation = dilation;
+  plan_.leaky = leaky_alpha.has_value();
+  plan_.alpha = leaky_alpha.value_or(0.f);
+  plan_.bias.assign(bias.begin(), bias.end());
+  plan_.bias.resize(size_t(out_channels), 0.f);
+  using namespace winograd;
+  plan_.u = taps == 3   ? transform_weights<F4x3>(weight, out_channels, in_channels)
+            : taps == 5 ? transform_weights<F4x5>(weight, out_channels, in_channels)
+                        : transform_weights<F4x7>(weight, out_channels, in_channels);
+}
+
+void WinogradConv::run(const float* x, const float* residual, float* y, int64_t batch, int64_t length,
+                       WinogradIsa isa) const {
+  if (isa == WinogradIsa::kAuto) isa = best_isa();
+  if (!cpu_has(isa)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("WinogradConv: this CPU or build cannot run the {} kernel", name(isa)));
+  }
+  // Each thread its own scratch, kept between calls: no allocation on the warm path.
+  thread_local std::vector<float> scratch;
+  const size_t need = size_t(winograd::scratch_floats(taps_, dilation_, in_channels_, out_channels_));
+  if (scratch.size() < need) scratch.resize(need);
+  const winograd::View view{plan_.u.data(), plan_.bias.data(), in_channels_, out_channels_, taps_, dilation_,
+                            plan_.leaky, plan_.alpha, scratch.data()};
+  const size_t in_step = size_t(in_channels_ * length), out_step = size_t(out_channels_ * length);
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* xn = x + n * in_step;
+    const float* rn = residual ? residual + n * out_step : nullptr;
+    float* yn = y + n * out_step;
+    bool done = false;
+#if defined(BRISVOX_WINOGRAD_X86)
+    if (isa == WinogradIsa::kAvx512) done = winograd::run_avx512(view, xn, rn, yn, length);
+    if (isa == WinogradIsa::kAvx2) done = winograd::run_avx2(view, xn, rn, yn, length);
+#endif
+    // Channel counts the vector kernels do not tile (not multiples of their widths) run portably.
+    if (!done) winograd::run_generic(view, xn, rn, yn, length);
+  }
+}
+
+std::vector<WinogradIsa> WinogradConv::available() { return supported(); }
+
+const char* WinogradConv::name(WinogradIsa isa) {
+  switch (isa) {
+    case WinogradIsa::kAuto: return "auto";
+    case WinogradIsa::kAvx512: return "avx512";
+    case WinogradIsa::kAvx2: return "avx2";
+    case WinogradIsa::kGeneric: return "generic";
+  }
+  return "?";
+}
+
+}  // namespace brisvox::runtime
