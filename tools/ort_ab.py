@@ -3,14 +3,16 @@
 links), one intra-op thread, the sessions alternated run by run, and says how far their outputs
 are apart. For a graph rewrite's before/after (docs/PERFORMANCE.md).
 
-    .venv/bin/python tools/ort_ab.py piper [--phonemes 60] [--rounds 20] VOICE.onnx VOICE.conv2d.onnx ...
+    .venv/bin/python tools/ort_ab.py piper [--phonemes 60] [--rounds 20] VOICE.onnx OTHER.onnx ...
     .venv/bin/python tools/ort_ab.py whisper-encoder [--frames 3000] [--rounds 10] A/encoder.onnx B/encoder.onnx ...
     .venv/bin/python tools/ort_ab.py smart-turn [--rounds 30] smart-turn-v3.2-cpu.onnx OTHER.onnx ...
 
 piper: a Piper voice run on `phonemes` random phoneme ids (as Piper spaces them: ^, id, pad, ...,
 $), noise scales 0 (deterministic), length scale 1. whisper-encoder: a brisvox-layout encoder on a
 random log-mel window of `frames` frames. smart-turn: a Smart Turn model on a random [1, 80, 800]
-feature window. The CPU arena is on for both (as brisvox's sessions).
+feature window. The CPU arena is on for both (as brisvox's sessions). A file with brisvox's own
+operators (the Piper conv2d rewrite since its pass 6) does not load here: ONNX Runtime alone does
+not know them.
 Prints, per file: the largest output difference from the first file, and the min and median
 process CPU time per run. Uses third_party/onnxruntime-python (scripts/setup.sh) and the venv's
 numpy.
@@ -75,7 +77,14 @@ def main() -> int:
         if args.profile:
             so.enable_profiling = True
             so.profile_file_prefix = f"{args.profile}_{len(sessions)}"
-        sessions.append(ort.InferenceSession(f, so, providers=["CPUExecutionProvider"]))
+        try:
+            sessions.append(ort.InferenceSession(f, so, providers=["CPUExecutionProvider"]))
+        except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph types
+            if "ai.brisvox" not in str(e):
+                raise
+            print(f"{f} uses brisvox's own operators (domain ai.brisvox, tools/piper/conv2d_rewrite.py pass 6): "
+                  "it runs only in brisvox; compare it with `brisvox bench --tts-voice` instead", file=sys.stderr)
+            return 2
     outputs = [s.run(None, feeds)[0] for s in sessions]  # also the warm-up
     times = [[] for _ in sessions]
     for _ in range(args.rounds):

@@ -2,7 +2,9 @@
 """Rewrites a Piper (VITS) voice's 1-D convolutions as 2-D ones of height 1, and keeps the
 HiFi-GAN decoder's tensors in ONNX Runtime's blocked-channel (NCHWc) layout between them.
 
-    /usr/bin/python3 tools/piper/conv2d_rewrite.py VOICE.onnx VOICE.conv2d.onnx
+    /usr/bin/python3 tools/piper/conv2d_rewrite.py [--portable] VOICE.onnx VOICE.conv2d.onnx
+
+--portable leaves out pass 6 (brisvox's own operator): a file any ONNX Runtime runs.
 
 Why: ONNX Runtime's CPU provider runs a 2-D Conv through its NCHWc kernels (blocked channels,
 AVX-512 here: the layout transformer at the default graph optimisation level), while a 1-D Conv
@@ -41,10 +43,15 @@ The passes, each exact or within float rounding:
 5. The undilated 5-tap convolutions (the flow's WaveNet layers) in Winograd form F(4, 5): a
    strided depthwise Conv, one batched MatMul over the 8 transform points (8 products per 4
    outputs instead of 20) and the output transform (tools/piper/winograd.py has the matrices).
+6. The decoder's residual convolutions, s + Conv(LeakyRelu(s)) with 3, 5 or 7 taps at any
+   dilation, as brisvox's WinogradConv operator (domain ai.brisvox, src/runtime/custom_ops.h):
+   F(4, r) computed block by block while the block is in cache, the LeakyRelu and the Add fused.
+   From here on the file runs only in brisvox, which registers the operator on its sessions.
 
 Measured (docs/PERFORMANCE.md, "Text-to-speech"): passes 2-4 make a sentence ~9 % cheaper than
 pass 1 alone did, which was ~15 % cheaper than the voice as shipped; passes 3a and 3b another
-~2.5-4 % ("The decoder's last steps"); pass 5 another ~4-5 % ("The flow in Winograd form").
+~2.5-4 % ("The decoder's last steps"); pass 5 another ~4-5 % ("The flow in Winograd form");
+pass 6 another ~20 % of the engine's throughput ("The decoder's convolutions in Winograd form").
 
 The audio differs from the original's only by float rounding (max |diff| ~5e-5 on a sentence;
 tests/tts compare the two within 1e-4). brisvox's PiperTts loads VOICE.conv2d.onnx instead of
@@ -419,6 +426,73 @@ def winograd_convs(nodes, graph):
     return out, done
 
 
+# Pass 6: brisvox's WinogradConv operator (src/runtime/custom_ops.h) for the decoder's residual
+# convolutions: x + Conv(LeakyRelu(x)) in one node, F(4, r) computed block by block in cache.
+CUSTOM_DOMAIN = "ai.brisvox"
+FUSED_TAPS = (3, 5, 7)
+
+
+def is_identity_bridge(node, initializers):
+    """A pass-3 bridge: a 1x1 depthwise Conv by 1.0, no bias (x * 1 = x)."""
+    if node is None or node.op_type != "Conv" or len(node.input) != 2 or node.input[1] not in initializers:
+        return False
+    return bool(np.all(numpy_helper.to_array(initializers[node.input[1]]) == 1.0)) and \
+        list(initializers[node.input[1]].dims)[1:] == [1, 1, 1]
+
+
+def fused_residual_convs(nodes, graph):
+    """Pass 6: each decoder convolution y = Conv(LeakyRelu(x)) whose only use is an Add(y, s)
+    becomes WinogradConv(x, W, B, s, alpha, dilation): the LeakyRelu applied as the block is read,
+    the residual added as it is written, F(4, r) in between (docs/MODELS.md). Pass 3's identity
+    bridges in front of them are read through (they only served ONNX Runtime's NCHWc kernels) and
+    drop out with the nodes left unused. For 3-, 5- and 7-tap convolutions, group 1, stride 1,
+    "same" padding, a constant bias, input channels a multiple of 16 and output channels of 32
+    (what the AVX-512 kernel tiles; AVX2's divide them too). The rewritten file runs only where
+    brisvox registers its operators."""
+    nodes = remove_unused(graph, nodes)  # else pass 1's Squeezes, unused since pass 2, count as users
+    initializers = {i.name: i for i in graph.initializer}
+    producer = {o: n for n in nodes for o in n.output}
+    users = collections.defaultdict(list)
+    for n in nodes:
+        for i in n.input:
+            users[i].append(n)
+
+    def through_bridge(name):
+        made_by = producer.get(name)
+        return made_by.input[0] if is_identity_bridge(made_by, initializers) else name
+
+    replaced, removed, done = {}, set(), 0
+    for node in nodes:
+        w = initializers.get(node.input[1]) if node.op_type == "Conv" and len(node.input) == 3 else None
+        if w is None or len(w.dims) != 4 or w.dims[2] != 1 or w.dims[3] not in FUSED_TAPS or node.input[2] not in initializers:
+            continue
+        a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+        r, d = int(w.dims[3]), a.get("dilations", [1, 1])[1]
+        if (a.get("group", 1) != 1 or a.get("strides", [1, 1]) != [1, 1] or "auto_pad" in a
+                or a.get("dilations", [1, 1])[0] != 1 or a.get("pads") != [0, d * (r // 2), 0, d * (r // 2)]
+                or w.dims[1] % 16 or w.dims[0] % 32):
+            continue
+        act = producer.get(node.input[0])
+        if act is None or act.op_type != "LeakyRelu":
+            continue
+        alpha = next((helper.get_attribute_value(x) for x in act.attribute if x.name == "alpha"), 0.01)
+        x = through_bridge(act.input[0])
+        inputs = [x, node.input[1], node.input[2]]
+        output = node.output[0]
+        add = users[output][0] if len(users[output]) == 1 else None
+        if add is not None and add.op_type == "Add" and len(add.input) == 2 and add.input[0] != add.input[1]:
+            inputs.append(through_bridge(add.input[1] if add.input[0] == output else add.input[0]))
+            output = add.output[0]
+        fused = helper.make_node("WinogradConv", inputs, [output], name=node.name + "_brisvox_winograd",
+                                 domain=CUSTOM_DOMAIN, dilation=int(d), alpha=float(alpha))
+        # In the Add's place when it fuses one (every input is ready there), else the Conv's.
+        removed.add(id(node))
+        replaced[id(add) if len(inputs) == 4 else id(node)] = fused
+        done += 1
+    out = [replaced.get(id(n), n) for n in nodes if id(n) not in removed or id(n) in replaced]
+    return out, done
+
+
 def add_length_hints(graph, nodes, channels, upsampled):
     """Pass 4: value_info naming each decoder stage's length. ONNX Runtime folds a residual Add into
     the NCHWc convolution before it only when it can prove both inputs have one shape, and its own
@@ -462,10 +536,13 @@ def remove_unused(graph, nodes):
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    portable = "--portable" in args
+    args = [a for a in args if a != "--portable"]
+    if len(args) != 2:
         print(__doc__.strip().splitlines()[3].strip(), file=sys.stderr)
         return 2
-    src, dst = sys.argv[1], sys.argv[2]
+    src, dst = args
     model = onnx.load(src)
     graph = model.graph
     initializers = {i.name: i for i in graph.initializer}
@@ -484,6 +561,9 @@ def main() -> int:
     nodes, scaled = scales_as_depthwise(nodes, channels, constant_values(graph, initializers, constants), graph)
     nodes, narrowed = single_output_convs_split(nodes, upsampled, graph)
     nodes, winograd = winograd_convs(nodes, graph)
+    nodes, fused = (nodes, 0) if portable else fused_residual_convs(nodes, graph)
+    if fused:
+        model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
     nodes = remove_unused(graph, nodes)
     used = {i for n in nodes for i in n.input}
     kept_initializers = [i for i in graph.initializer if i.name in used]
@@ -497,7 +577,8 @@ def main() -> int:
     onnx.save(model, dst)
     print(f"{dst}: {rewritten} convolutions rewritten as 2-D, {lifted} elementwise nodes kept 4-D, "
           f"{bridges} NCHWc bridges, {scaled} scales as depthwise convolutions, "
-          f"{narrowed} one-channel convolutions split, {winograd} in Winograd form, {hints} length hints", file=sys.stderr)
+          f"{narrowed} one-channel convolutions split, {winograd} in Winograd form, "
+          f"{fused} as brisvox WinogradConv, {hints} length hints", file=sys.stderr)
     return 0
 
 
