@@ -127,6 +127,8 @@ struct WinogradConvOp : Ort::CustomOpBase<WinogradConvOp, WinogradConvKernel, tr
 
 }  // namespace
 
+bool custom_ops_vectorised() { return WinogradConv::available().front() != WinogradIsa::kGeneric; }
+
 void add_custom_ops(Ort::SessionOptions& options) {
   // Sessions keep pointers to the domain and its operators: both live until the process ends.
   static WinogradConvOp* const winograd = new WinogradConvOp();

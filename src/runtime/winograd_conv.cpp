@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
+#include "base/log.h"
 #include "brisvox/error.h"
 #include "runtime/winograd_matrices.h"
 
@@ -37,6 +40,18 @@ const std::vector<WinogradIsa>& supported() {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back(WinogradIsa::kAvx2);
 #endif
     out.push_back(WinogradIsa::kGeneric);
+    // BRISVOX_WINOGRAD_ISA=avx2|generic: use no wider kernel than that (to compare them, and to
+    // test a CPU without them on one that has them).
+    if (const char* cap = std::getenv("BRISVOX_WINOGRAD_ISA"); cap != nullptr && *cap != '\0') {
+      const std::string want = cap;
+      const auto at = std::find_if(out.begin(), out.end(), [&](WinogradIsa i) { return want == WinogradConv::name(i); });
+      if (at == out.end()) {
+        detail::log(LogLevel::kWarn, "BRISVOX_WINOGRAD_ISA='{}' is not one of this CPU's kernels (avx512, avx2, "
+                    "generic): ignored", want);
+      } else {
+        out.erase(out.begin(), at);
+      }
+    }
     return out;
   }();
   return isas;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -153,6 +154,17 @@ TEST(PiperConv2d, AnOlderRewriteIsNotRun) {
     EXPECT_EQ(tts.model().model_info().source, (dir / "v.conv2d.onnx").string());
   }
   fs::remove_all(dir);
+}
+
+// Run by the CTest entry tts.conv2d_without_vector_kernels, which sets BRISVOX_WINOGRAD_ISA=generic
+// (WinogradConv as on a CPU with neither AVX2 nor AVX-512); skipped elsewhere.
+TEST(PiperConv2d, WithoutAVectorKernelTheVoiceItselfRuns) {
+  const char* isa = std::getenv("BRISVOX_WINOGRAD_ISA");
+  if (isa == nullptr || std::string(isa) != "generic") GTEST_SKIP() << "needs BRISVOX_WINOGRAD_ISA=generic";
+  PiperTtsConfig c;
+  c.model_path = test::piper_voice_path();
+  PiperTts tts(c);
+  EXPECT_EQ(tts.model().model_info().source, test::piper_voice_path());
 }
 
 }  // namespace
