@@ -8,16 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model_signature.h"
 #include "runtime/winograd_conv.h"
 
 namespace brisvox::runtime {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 struct WinogradConvKernel {
   std::unique_ptr<WinogradConv> conv;
@@ -33,7 +28,7 @@ struct WinogradConvKernel {
       if ((shape.size() != 3 && !four_d) || (four_d && shape[2] != 1) || shape[1] != conv->in_channels()) {
         return api->CreateStatus(ORT_INVALID_ARGUMENT,
                                  fmt::format("WinogradConv: input X has shape {}, expected [N, {}, 1, T] or [N, {}, T]",
-                                             shape_text(shape), conv->in_channels(), conv->in_channels()).c_str());
+                                             dims_string(shape), conv->in_channels(), conv->in_channels()).c_str());
       }
       std::vector<int64_t> out_shape = shape;
       out_shape[1] = conv->out_channels();
@@ -44,8 +39,8 @@ struct WinogradConvKernel {
           const std::vector<int64_t> rs = r.GetTensorTypeAndShapeInfo().GetShape();
           if (rs != out_shape) {
             return api->CreateStatus(ORT_INVALID_ARGUMENT,
-                                     fmt::format("WinogradConv: residual R has shape {}, expected {}", shape_text(rs),
-                                                 shape_text(out_shape)).c_str());
+                                     fmt::format("WinogradConv: residual R has shape {}, expected {}", dims_string(rs),
+                                                 dims_string(out_shape)).c_str());
           }
           residual = r.GetTensorData<float>();
         }
@@ -90,10 +85,10 @@ struct WinogradConvOp : Ort::CustomOpBase<WinogradConvOp, WinogradConvKernel, tr
       const bool w4 = ws.size() == 4 && ws[2] == 1;
       if (!w4 && ws.size() != 3) {
         throw std::invalid_argument(fmt::format("WinogradConv: weight W has shape {}, expected [O, C, 1, r] or [O, C, r]",
-                                                shape_text(ws)));
+                                                dims_string(ws)));
       }
       if (bs.size() != 1 || bs[0] != ws[0]) {
-        throw std::invalid_argument(fmt::format("WinogradConv: bias B has shape {}, expected [{}]", shape_text(bs), ws[0]));
+        throw std::invalid_argument(fmt::format("WinogradConv: bias B has shape {}, expected [{}]", dims_string(bs), ws[0]));
       }
       const int64_t dilation = info.GetAttribute<int64_t>("dilation");
       std::optional<float> alpha;

@@ -68,8 +68,7 @@ WinogradIsa best_isa() { return supported().front(); }
 
 WinogradConv::WinogradConv(std::span<const float> weight, std::span<const float> bias,
                            int64_t out_channels, int64_t in_channels, int64_t taps, int64_t dilation,
-                           std::optional<float> leaky_alpha)
-    : out_channels_(out_channels), in_channels_(in_channels), taps_(taps), dilation_(dilation) {
+                           std::optional<float> leaky_alpha) {
   if (taps != 3 && taps != 5 && taps != 7) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("WinogradConv has F(4, r) forms for 3, 5 and 7 taps, not {}", taps));
@@ -111,11 +110,11 @@ void WinogradConv::run(const float* x, const float* residual, float* y, int64_t 
   }
   // Each thread its own scratch, kept between calls: no allocation on the warm path.
   thread_local std::vector<float> scratch;
-  const size_t need = size_t(winograd::scratch_floats(taps_, dilation_, in_channels_, out_channels_));
+  const size_t need = size_t(winograd::scratch_floats(plan_.taps, plan_.dilation, plan_.in, plan_.out));
   if (scratch.size() < need) scratch.resize(need);
-  const winograd::View view{plan_.u.data(), plan_.bias.data(), in_channels_, out_channels_, taps_, dilation_,
+  const winograd::View view{plan_.u.data(), plan_.bias.data(), plan_.in, plan_.out, plan_.taps, plan_.dilation,
                             plan_.leaky, plan_.alpha, scratch.data()};
-  const size_t in_step = size_t(in_channels_ * length), out_step = size_t(out_channels_ * length);
+  const size_t in_step = size_t(plan_.in * length), out_step = size_t(plan_.out * length);
   for (int64_t n = 0; n < batch; ++n) {
     const float* xn = x + n * in_step;
     const float* rn = residual ? residual + n * out_step : nullptr;

@@ -32,10 +32,10 @@ class WinogradConv {
                int64_t in_channels, int64_t taps, int64_t dilation,
                std::optional<float> leaky_alpha);
 
-  int64_t in_channels() const { return in_channels_; }
-  int64_t out_channels() const { return out_channels_; }
-  int64_t taps() const { return taps_; }
-  int64_t dilation() const { return dilation_; }
+  int64_t in_channels() const { return plan_.in; }
+  int64_t out_channels() const { return plan_.out; }
+  int64_t taps() const { return plan_.taps; }
+  int64_t dilation() const { return plan_.dilation; }
 
   // x [batch][in][length], residual (optional) [batch][out][length], y [batch][out][length];
   // y may not alias x, may alias residual. y = conv(act(x)) + bias (+ residual).
@@ -56,7 +56,6 @@ class WinogradConv {
   };
 
  private:
-  int64_t out_channels_, in_channels_, taps_, dilation_;
   Plan plan_;
 };
 
@@ -78,7 +77,7 @@ struct BlockShape {
   int64_t q, samples, tiles, rows;
 };
 inline constexpr int64_t kBlockSamples = 256;  // outputs per block, at least (~100-300 KB touched)
-constexpr BlockShape block_shape(int64_t m, int64_t taps, int64_t dilation, int64_t lanes, int64_t, int64_t) {
+constexpr BlockShape block_shape(int64_t m, int64_t taps, int64_t dilation, int64_t lanes) {
   const int64_t q = (kBlockSamples + m * dilation - 1) / (m * dilation);
   const int64_t samples = q * m * dilation;
   return {q, samples, q * dilation, (samples + 2 * (taps / 2) * dilation + lanes - 1) / lanes * lanes};
@@ -86,7 +85,7 @@ constexpr BlockShape block_shape(int64_t m, int64_t taps, int64_t dilation, int6
 // Scratch floats a kernel needs for one layer (any instruction set: the widest vector is 16).
 constexpr int64_t scratch_floats(int64_t taps, int64_t dilation, int64_t in, int64_t out) {
   const int64_t m = 4, k = m + taps - 1, lanes = 16;
-  const BlockShape b = block_shape(m, taps, dilation, lanes, in, out);
+  const BlockShape b = block_shape(m, taps, dilation, lanes);
   return b.rows * in + k * b.tiles * (in + out) + (b.samples + lanes) * out;
 }
 

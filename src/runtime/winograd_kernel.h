@@ -44,7 +44,7 @@ class Kernel {
  public:
   Kernel(const View& view, int64_t length)
       : p_(view), C_(view.in), O_(view.out), d_(view.dilation), T_(length) {
-    const BlockShape b = block_shape(m, F::r, d_, L, C_, O_);
+    const BlockShape b = block_shape(m, F::r, d_, L);
     q_ = b.q;
     Lb_ = b.samples;
     tiles_ = b.tiles;

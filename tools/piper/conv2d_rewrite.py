@@ -62,13 +62,11 @@ voice gives the same bytes (scripts/deps.sha256 lists them).
 """
 import collections
 import sys
-from fractions import Fraction
-
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from winograd import toom_cook
+from winograd import RUNTIME_FORMS, toom_cook
 
 AXIS = "brisvox_conv2d_axis"
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "LeakyRelu", "Relu", "Tanh", "Sigmoid"}
@@ -351,9 +349,7 @@ def single_output_convs_split(nodes, upsampled, graph):
 
 
 # Pass 5: F(4, 5) at these points (docs/MODELS.md): 8 products per 4 outputs against 20.
-WINOGRAD_TAPS = 5
-WINOGRAD_OUTPUTS = 4
-WINOGRAD_POINTS = [0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2)]
+WINOGRAD_OUTPUTS, WINOGRAD_TAPS, WINOGRAD_POINTS = RUNTIME_FORMS[1]  # the operator's F(4, 5) too
 
 
 def winograd_convs(nodes, graph):
