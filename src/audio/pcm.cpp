@@ -125,6 +125,72 @@ std::size_t bytes_per_sample(SampleEncoding encoding) noexcept {
 std::int16_t mulaw_to_linear(std::uint8_t code) noexcept { return expand_mulaw(code); }
 std::int16_t alaw_to_linear(std::uint8_t code) noexcept { return expand_alaw(code); }
 
+std::uint8_t linear_to_mulaw(std::int16_t sample) noexcept {
+  int x = sample >> 2;  // mu-law works on 14-bit values
+  int mask = 0xFF;      // the code is complemented; a positive one keeps its sign bit set
+  if (x < 0) {
+    x = -x;
+    mask = 0x7F;
+  }
+  x = std::min(x, 8159) + 33;  // clip, then the bias (0x84 / 4)
+  int segment = 0;
+  for (int v = x >> 6; v != 0 && segment < 8; v >>= 1) ++segment;
+  if (segment >= 8) return static_cast<std::uint8_t>(0x7F ^ mask);
+  return static_cast<std::uint8_t>(((segment << 4) | ((x >> (segment + 1)) & 0x0F)) ^ mask);
+}
+
+std::uint8_t linear_to_alaw(std::int16_t sample) noexcept {
+  int x = sample >> 3;  // A-law works on 13-bit magnitudes
+  int mask = 0xD5;      // sign bit set (positive), with the even-bit inversion
+  if (x < 0) {
+    mask = 0x55;
+    x = -x - 1;
+  }
+  int segment = 0;
+  for (int v = x >> 5; v != 0 && segment < 8; v >>= 1) ++segment;
+  if (segment >= 8) return static_cast<std::uint8_t>(0x7F ^ mask);
+  const int mantissa = segment < 2 ? (x >> 1) & 0x0F : (x >> segment) & 0x0F;
+  return static_cast<std::uint8_t>(((segment << 4) | mantissa) ^ mask);
+}
+
+std::int16_t float_to_s16(float sample) noexcept {
+  if (std::isnan(sample)) return 0;
+  return static_cast<std::int16_t>(std::clamp(sample * 32767.0f, -32767.0f, 32767.0f));
+}
+
+std::size_t encode_pcm(std::span<const float> samples, SampleEncoding encoding, std::span<std::byte> out) {
+  const std::size_t size = bytes_per_sample(encoding);
+  if (out.size() < samples.size() * size) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("encode_pcm: {} samples of {} need {} bytes, the output holds {}",
+                                                         samples.size(), to_string(encoding), samples.size() * size,
+                                                         out.size()));
+  }
+  std::byte* o = out.data();
+  switch (encoding) {
+    case SampleEncoding::kPcmS16le:
+      for (const float x : samples) {
+        const auto v = static_cast<std::uint16_t>(float_to_s16(x));
+        *o++ = static_cast<std::byte>(v & 0xFF);
+        *o++ = static_cast<std::byte>(v >> 8);
+      }
+      break;
+    case SampleEncoding::kPcmF32le:
+      for (const float x : samples) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &x, sizeof(bits));
+        for (int b = 0; b < 4; ++b) *o++ = static_cast<std::byte>((bits >> (8 * b)) & 0xFF);
+      }
+      break;
+    case SampleEncoding::kMulaw:
+      for (const float x : samples) *o++ = static_cast<std::byte>(linear_to_mulaw(float_to_s16(x)));
+      break;
+    case SampleEncoding::kAlaw:
+      for (const float x : samples) *o++ = static_cast<std::byte>(linear_to_alaw(float_to_s16(x)));
+      break;
+  }
+  return samples.size() * size;
+}
+
 std::size_t PcmDecoder::max_samples_for(std::size_t num_bytes) const noexcept {
   const std::size_t size = bytes_per_sample(encoding_);
   return num_bytes / size + (num_bytes % size != 0 ? 1 : 0);

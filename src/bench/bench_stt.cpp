@@ -61,7 +61,7 @@ nlohmann::ordered_json run_stt_phase(const SttPhaseSpec& spec, const LoopedAudio
 
   std::vector<StreamState> streams(static_cast<std::size_t>(spec.num_streams));
   StreamConfig sc;
-  sc.stt = SttStage{};
+  sc.stt = SttOptions{};
   sc.stt->window = spec.window;
   for (std::size_t i = 0; i < streams.size(); ++i) {
     streams[i].stream = engine.open_stream(sc);

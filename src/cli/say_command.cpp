@@ -132,10 +132,10 @@ int run_say(const SayOptions& o) {
   Engine engine(ec);
   SpeechConfig sc;
   sc.sample_rate_hz = o.rate_hz;
-  sc.length_scale = o.length_scale;
-  sc.noise_scale = o.noise_scale;
-  sc.noise_w_scale = o.noise_w_scale;
-  sc.speaker_id = o.speaker;
+  if (o.length_scale) sc.voice_options["length_scale"] = *o.length_scale;
+  if (o.noise_scale) sc.voice_options["noise_scale"] = *o.noise_scale;
+  if (o.noise_w_scale) sc.voice_options["noise_w_scale"] = *o.noise_w_scale;
+  if (o.speaker) sc.voice_options["speaker_id"] = *o.speaker;
   sc.volume = o.volume;
   sc.fast_start = o.fast_start;
   Speech speech = engine.open_speech(sc);

@@ -91,7 +91,7 @@ int run_transcribe(const TranscribeOptions& o) {
   const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
   const double load_s = seconds_since(loading);
-  run_options.stream.stt = SttStage{};
+  run_options.stream.stt = SttOptions{};
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
   // Each file in flight keeps 30 s of history; the Whisper slots are the bottleneck anyway.

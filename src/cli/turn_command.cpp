@@ -19,7 +19,7 @@
 namespace brisvox::cli {
 namespace {
 
-struct TurnOptions {
+struct TurnCommandOptions {
   FileOptions files;
   std::string format = "json";
   std::string turn_model = "v3.2";
@@ -104,7 +104,7 @@ void write_turns(std::FILE* out, TurnFormat format, const OfflineResult& r, bool
   }
 }
 
-int run_turn(const TurnOptions& o) {
+int run_turn(const TurnCommandOptions& o) {
   const TurnFormat format = parse_turn_format(o.format);
   o.vad.validate();
   // One speech decision: --threshold and --neg-threshold are the segmenter's and the turn
@@ -122,7 +122,7 @@ int run_turn(const TurnOptions& o) {
   check_workers("--turn-workers", o.turn_workers);
   check_workers("--turn-threads", o.turn_threads);
   run_options.stream.vad.params = o.vad;
-  run_options.stream.turn = TurnStage{};
+  run_options.stream.turn = brisvox::TurnOptions{};
   run_options.stream.turn->params = turn;
   EngineConfig ec;
   ec.models = {ModelSpec::silero_vad(o.model), ModelSpec::smart_turn(o.turn_model)};
@@ -151,7 +151,7 @@ int run_turn(const TurnOptions& o) {
 }  // namespace
 
 Command add_turn_command(CLI::App& app) {
-  auto o = std::make_shared<TurnOptions>();
+  auto o = std::make_shared<TurnCommandOptions>();
   app.footer(
       "Output (json): one object per file (per channel with --channels split) per line,\n"
       "  {\"file\":..., \"sample_rate\":..., \"duration\":s, \"turns\":[{\"start\":s,\"end\":s,\"probability\":p,\"reason\":r}],\n"

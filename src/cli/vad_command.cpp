@@ -17,7 +17,7 @@
 namespace brisvox::cli {
 namespace {
 
-struct VadOptions {
+struct VadCommandOptions {
   FileOptions files;
   std::string format = "json";
   bool frame_probs = false;
@@ -28,7 +28,7 @@ struct VadOptions {
 };
 
 
-int run_vad(const VadOptions& o) {
+int run_vad(const VadCommandOptions& o) {
   const SegmentFormat format = parse_segment_format(o.format);
   o.params.validate();
   if (o.model_rate_hz != 0 && o.model_rate_hz != 8000 && o.model_rate_hz != 16000) {
@@ -69,7 +69,7 @@ int run_vad(const VadOptions& o) {
 }  // namespace
 
 Command add_vad_command(CLI::App& app) {
-  auto o = std::make_shared<VadOptions>();
+  auto o = std::make_shared<VadCommandOptions>();
   app.footer(
       "Output (json): one object per file per line,\n"
       "  {\"file\":..., \"sample_rate\":<input rate>, \"duration\":s, \"segments\":[{\"start\":s,\"end\":s},...]}\n"

@@ -120,8 +120,7 @@ Stream Engine::open_stream(const StreamConfig& requested) {
     if (turn == nullptr) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("the stream asks for end-of-turn detection but the engine has no turn model named '{}' "
-                              "(add ModelSpec::smart_turn(\"v3.2\" or PATH) to EngineConfig::models; the CLI and server: "
-                              "--turn-model v3.2 or PATH; its models: {})",
+                              "(add ModelSpec::smart_turn(\"v3.2\" or PATH) to EngineConfig::models; its models: {})",
                               config.turn->model, m.models.describe()));
     }
   }
@@ -131,8 +130,7 @@ Stream Engine::open_stream(const StreamConfig& requested) {
     if (stt == nullptr) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("the stream asks for speech-to-text but the engine has no Whisper model named '{}' "
-                              "(add ModelSpec::whisper(FOLDER) to EngineConfig::models; the CLI and server: "
-                              "--stt-model FOLDER; its models: {})",
+                              "(add ModelSpec::whisper(FOLDER) to EngineConfig::models; its models: {})",
                               config.stt->model, m.models.describe()));
     }
     // Segments longer than the model's window are split at the VAD's own split points.
@@ -157,6 +155,7 @@ Stream Engine::open_stream(const StreamConfig& requested) {
     }
   }
   const int model_rate = silero_model_rate_hz(config.sample_rate_hz, config.vad.model_rate_hz);
+  config.vad.model_rate_hz = model_rate;  // what Stream::config() reports
   std::unique_ptr<engine::TurnStreamState> turn_state;
   if (turn) {
     turn_state = std::make_unique<engine::TurnStreamState>(model_rate, silero_chunk_samples(model_rate), *config.turn,
@@ -189,8 +188,7 @@ Speech Engine::open_speech(const SpeechConfig& config) {
   if (tts == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the speech session names voice '{}', but the engine has no Piper voice under that name (add "
-                            "ModelSpec::piper_tts(VOICE) to EngineConfig::models; the CLI and server: --voice / "
-                            "--tts-voice; its models: {})",
+                            "ModelSpec::piper_tts(VOICE) to EngineConfig::models; its models: {})",
                             config.model, m.models.describe()));
   }
   if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
@@ -265,6 +263,12 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 Stream::~Stream() { close(); }
 
 std::uint64_t Stream::id() const noexcept { return slot_ ? slot_->id : 0; }
+int Stream::model_rate_hz() const noexcept { return slot_ ? slot_->model_rate_hz : 0; }
+
+const StreamConfig& Stream::config() const {
+  if (!slot_) throw Error(ErrorCode::kClosed, "config() of a closed stream");
+  return slot_->config;
+}
 
 namespace {
 
@@ -400,6 +404,18 @@ bool Stream::wait_writable(std::size_t min_samples, std::chrono::microseconds ti
     sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
   }
   return true;
+}
+
+bool Stream::can_flush() {
+  if (!slot_) return false;
+  StreamSlot& s = *slot_;
+  if (!s.resampler) return true;
+  // flush() must write what is pending and the resampler's tail (the output earlier input still
+  // owes, plus at most a sample: resampler_fuzzer): writable_input() keeps room for what is owed,
+  // so a few model samples more than that is enough.
+  constexpr double kFlushRoomSamples = 64;
+  const double ratio = static_cast<double>(s.model_rate_hz) / s.config.sample_rate_hz;
+  return static_cast<double>(writable_input(s)) * ratio >= kFlushRoomSamples;
 }
 
 void Stream::flush() {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <span>
 #include <set>
 #include <string>
 
@@ -23,6 +25,42 @@ bool valid_name(std::string_view name) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
            c == '.';
   });
+}
+
+// The options each family takes (ModelSpec::options), and whether each is a number.
+struct FamilyOption {
+  std::string_view name;
+  bool number;
+};
+constexpr FamilyOption kPiperOptions[] = {
+    {"config", false}, {"noise_scale", true}, {"length_scale", true}, {"noise_w_scale", true}, {"speaker_id", true}};
+
+void validate_family_options(const ModelSpec& m) {
+  std::span<const FamilyOption> known;
+  if (m.family == ModelFamily::kPiperTts) known = kPiperOptions;
+  for (const auto& [name, value] : m.options) {
+    const auto it = std::find_if(known.begin(), known.end(), [&](const FamilyOption& o) { return o.name == name; });
+    if (it == known.end()) {
+      std::string names;
+      for (const FamilyOption& o : known) names += fmt::format("{}{}", names.empty() ? "" : ", ", o.name);
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("model '{}' ({}) has no option '{}' ({})", m.name, to_string(m.family), name,
+                              names.empty() ? "its family takes none" : "it takes: " + names));
+    }
+    if (it->number) {
+      std::size_t used = 0;
+      double d = 0;
+      try {
+        d = std::stod(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      require(used == value.size() && !value.empty() && std::isfinite(d),
+              fmt::format("model '{}': option '{}' must be a number, got '{}'", m.name, name, value));
+    } else {
+      require(!value.empty(), fmt::format("model '{}': option '{}' is empty", m.name, name));
+    }
+  }
 }
 
 }  // namespace
@@ -97,6 +135,7 @@ void ModelSpec::validate() const {
           fmt::format("{}: run_timeout_ms must be -1 (the engine's), 0 (no deadline) or 10 to 600000, got {}", m,
                       run_timeout_ms));
   session.validate();
+  validate_family_options(*this);
 }
 
 const ModelSpec* EngineConfig::find_model(std::string_view name) const noexcept {
@@ -142,15 +181,15 @@ void StreamConfig::validate() const {
   require(payload_buffer_bytes == 0 || (payload_buffer_bytes >= 4096 && payload_buffer_bytes <= (1 << 30)),
           fmt::format("payload_buffer_bytes must be 0 (automatic) or 4096 to 1073741824, got {}",
                       payload_buffer_bytes));
-  require(!vad.model.empty(), "the vad stage names no model (VadStage::model)");
+  require(!vad.model.empty(), "the vad stage names no model (VadOptions::model)");
   vad.params.validate();
   require(!vad.segment_audio || (vad.max_segment_audio_s >= 0.5 && vad.max_segment_audio_s <= 600.0),
           fmt::format("max_segment_audio_s must be 0.5 to 600, got {}", vad.max_segment_audio_s));
   if (turn) {
-    require(!turn->model.empty(), "the turn stage names no model (TurnStage::model)");
+    require(!turn->model.empty(), "the turn stage names no model (TurnOptions::model)");
     turn->params.validate();
   }
-  if (stt) require(!stt->model.empty(), "the stt stage names no model (SttStage::model)");
+  if (stt) require(!stt->model.empty(), "the stt stage names no model (SttOptions::model)");
 }
 
 }  // namespace brisvox

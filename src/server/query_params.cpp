@@ -106,7 +106,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
   SegmenterParams& p = r.stream.vad.params;
   TurnParams turn;  // used when events= lists turn
   bool wants_turn = false;
-  SttStage stt;     // used when events= lists transcript, and on /v1/transcribe
+  SttOptions stt;     // used when events= lists transcript, and on /v1/transcribe
   bool wants_stt = endpoint == AudioEndpoint::kTranscribe;
   for (const auto& [key, value] : parse_query_string(query)) {
     if (key == "sample_rate") {
@@ -130,7 +130,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
         if (item == "vad") {
           r.stream.vad.emit_probabilities = true;
         } else if (item == "turn") {
-          wants_turn = true;  // the engine checks it has a turn model
+          wants_turn = true;  // check_stream_models checks the server has a turn model
         } else if (item == "transcript") {
           wants_stt = true;  // the engine checks it has a Whisper model
         } else if (!item.empty()) {
@@ -194,7 +194,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
     }
   }
   if (wants_turn) {
-    r.stream.turn = TurnStage{};
+    r.stream.turn = TurnOptions{};
     r.stream.turn->params = turn;
   }
   if (wants_stt) r.stream.stt = stt;
@@ -202,6 +202,21 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
   p.validate();
   r.stream.validate();
   return r;
+}
+
+void check_stream_models(const EngineConfig& engine, const StreamConfig& stream) {
+  auto has = [&](const std::string& name, ModelFamily family) {
+    const ModelSpec* m = engine.find_model(name);
+    return m != nullptr && m->family == family;
+  };
+  if (stream.turn && !has(stream.turn->model, ModelFamily::kSmartTurn)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "this server has no end-of-turn model for events=turn: start it with --turn-model v3.2 (or PATH)");
+  }
+  if (stream.stt && !has(stream.stt->model, ModelFamily::kWhisper)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "this server has no Whisper model for transcripts: start it with --stt-model tiny.en (or FOLDER)");
+  }
 }
 
 }  // namespace brisvox::server

@@ -48,4 +48,9 @@ enum class AudioEndpoint { kStream, kVad, kTranscribe };
 // kVad and kTranscribe also take name (the "file" of the result).
 AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint);
 
+// Error(kInvalidArgument) naming the server's option to start it with when `stream` asks for a
+// stage whose model `engine` does not have (events=turn without --turn-model, transcripts without
+// --stt-model): the engine's own message names its config, a server's client needs the flag.
+void check_stream_models(const EngineConfig& engine, const StreamConfig& stream);
+
 }  // namespace brisvox::server

@@ -26,6 +26,7 @@ Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::
   }
   try {
     a.request = parse_audio_request(target_query(to_sv(upgrade.target())), AudioEndpoint::kStream);
+    check_stream_models(ctx.engine.config(), a.request.stream);
   } catch (const Error& e) {
     return refuse(http::status::bad_request, "bad_request", e.what());
   }

@@ -102,13 +102,13 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
       if (!v.is_string() || (v != "wav" && v != "raw")) fail("\"format\" must be \"wav\" or \"raw\"");
       r.options.raw = v == "raw";
     } else if (key == "length_scale") {
-      r.options.speech.length_scale = number_of(key, v);
+      r.options.speech.voice_options[key] = number_of(key, v);
     } else if (key == "noise_scale") {
-      r.options.speech.noise_scale = number_of(key, v);
+      r.options.speech.voice_options[key] = number_of(key, v);
     } else if (key == "noise_w_scale") {
-      r.options.speech.noise_w_scale = number_of(key, v);
+      r.options.speech.voice_options[key] = number_of(key, v);
     } else if (key == "speaker_id") {
-      r.options.speech.speaker_id = int_of(key, v, 0, 1 << 20);
+      r.options.speech.voice_options[key] = int_of(key, v, 0, 1 << 20);
     } else if (key == "volume") {
       r.options.speech.volume = number_of(key, v);
     } else if (key == "fast_start") {
@@ -134,13 +134,13 @@ TtsOptions parse_tts_query(std::string_view query) {
     } else if (key == "sample_rate") {
       o.speech.sample_rate_hz = query_int(key, value, 0, 768000);
     } else if (key == "length_scale") {
-      o.speech.length_scale = query_number(key, value);
+      o.speech.voice_options[key] = query_number(key, value);
     } else if (key == "noise_scale") {
-      o.speech.noise_scale = query_number(key, value);
+      o.speech.voice_options[key] = query_number(key, value);
     } else if (key == "noise_w_scale") {
-      o.speech.noise_w_scale = query_number(key, value);
+      o.speech.voice_options[key] = query_number(key, value);
     } else if (key == "speaker_id") {
-      o.speech.speaker_id = query_int(key, value, 0, 1 << 20);
+      o.speech.voice_options[key] = query_int(key, value, 0, 1 << 20);
     } else if (key == "volume") {
       o.speech.volume = query_number(key, value);
     } else if (key == "fast_start") {

@@ -94,10 +94,14 @@ void TtsWsSession::on_accept(beast::error_code ec) {
   c["sample_rate"] = speech_.sample_rate_hz();
   c["encoding"] = "pcm_s16le";
   const SpeechConfig& s = options_.speech;
-  if (s.length_scale) c["length_scale"] = *s.length_scale;
-  if (s.noise_scale) c["noise_scale"] = *s.noise_scale;
-  if (s.noise_w_scale) c["noise_w_scale"] = *s.noise_w_scale;
-  if (s.speaker_id) c["speaker_id"] = *s.speaker_id;
+  // The voice's settings the client gave, as the query gave them (speaker_id an integer).
+  for (const auto& [name, value] : s.voice_options) {
+    if (name == "speaker_id") {
+      c[name] = static_cast<std::int64_t>(value);
+    } else {
+      c[name] = static_cast<float>(value);
+    }
+  }
   c["volume"] = s.volume;
   c["fast_start"] = s.fast_start;
   j["config"] = c;

@@ -62,6 +62,7 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
   AudioRequest request;
   try {
     request = parse_audio_request(query, endpoint);
+    check_stream_models(engine.config(), request.stream);
   } catch (const Error& e) {
     return error_answer(400, "bad_request", e.what());
   }

@@ -39,7 +39,7 @@ namespace {
 // --- G.711 compressors written from ITU-T G.711 (segment search over the magnitude), used to
 // check the decoder against an independent implementation.
 
-std::uint8_t linear_to_mulaw(int sample16) {
+std::uint8_t reference_mulaw(int sample16) {
   int magnitude = sample16 >> 2;  // mu-law works on 14 bits
   std::uint8_t mask = 0xFF;       // the code is complemented; positive keeps the sign bit set
   if (magnitude < 0) {
@@ -54,7 +54,7 @@ std::uint8_t linear_to_mulaw(int sample16) {
   return static_cast<std::uint8_t>(code ^ mask);
 }
 
-std::uint8_t linear_to_alaw(int sample16) {
+std::uint8_t reference_alaw(int sample16) {
   int magnitude = sample16 >> 3;  // A-law works on 13 bits
   std::uint8_t mask = 0xD5;       // sign bit set = positive; even bits inverted
   if (magnitude < 0) {
@@ -184,8 +184,8 @@ TEST(G711, EveryCodeRoundTripsThroughAnIndependentEncoder) {
     const auto c = static_cast<std::uint8_t>(code);
     // mu-law has two zeros (0x7F = -0, 0xFF = +0); the encoder produces +0.
     const std::uint8_t expected_mulaw = c == 0x7F ? 0xFF : c;
-    EXPECT_EQ(linear_to_mulaw(mulaw_to_linear(c)), expected_mulaw) << "mu-law code " << code;
-    EXPECT_EQ(linear_to_alaw(alaw_to_linear(c)), c) << "A-law code " << code;
+    EXPECT_EQ(reference_mulaw(mulaw_to_linear(c)), expected_mulaw) << "mu-law code " << code;
+    EXPECT_EQ(reference_alaw(alaw_to_linear(c)), c) << "A-law code " << code;
   }
 }
 
@@ -193,8 +193,8 @@ TEST(G711, QuantisationErrorIsWithinHalfAStepOverTheWhole16BitRange) {
   int previous_mulaw = -32768;
   int previous_alaw = -32768;
   for (int x = -32768; x <= 32767; ++x) {
-    const int mu = mulaw_to_linear(linear_to_mulaw(x));
-    const int a = alaw_to_linear(linear_to_alaw(x));
+    const int mu = mulaw_to_linear(reference_mulaw(x));
+    const int a = alaw_to_linear(reference_alaw(x));
     // Monotonic companding, and an error bounded by the step of the segment (1/16 of the level
     // beyond the linear first segments; the outermost codes clip at +-32124 / +-32256).
     EXPECT_GE(mu, previous_mulaw);
@@ -204,6 +204,37 @@ TEST(G711, QuantisationErrorIsWithinHalfAStepOverTheWhole16BitRange) {
     const int bound = std::abs(x) / 16 + 16;
     ASSERT_LE(std::abs(mu - x), std::max(bound, std::abs(x) - 32124)) << x;
     ASSERT_LE(std::abs(a - x), std::max(bound, std::abs(x) - 32256)) << x;
+  }
+}
+
+TEST(G711, TheEncodersAgreeWithTheReferenceOnEvery16BitValue) {
+  for (int x = -32768; x <= 32767; ++x) {
+    const auto v = static_cast<std::int16_t>(x);
+    ASSERT_EQ(linear_to_mulaw(v), reference_mulaw(x)) << x;
+    ASSERT_EQ(linear_to_alaw(v), reference_alaw(x)) << x;
+  }
+}
+
+TEST(EncodePcm, EveryEncodingAndPipersConversion) {
+  EXPECT_EQ(float_to_s16(1.0f), 32767);
+  EXPECT_EQ(float_to_s16(-1.0f), -32767);
+  EXPECT_EQ(float_to_s16(2.0f), 32767);
+  EXPECT_EQ(float_to_s16(0.5f), 16383);  // 16383.5, truncated as piper-tts does
+  EXPECT_EQ(float_to_s16(-0.5f), -16383);
+  EXPECT_EQ(float_to_s16(std::nanf("")), 0);
+  const std::vector<float> samples = {0.0f, 0.5f, -0.25f, 1.0f};
+  for (auto encoding : kAllEncodings) {
+    std::vector<std::byte> out(samples.size() * bytes_per_sample(encoding));
+    ASSERT_EQ(encode_pcm(samples, encoding, out), out.size());
+    const std::vector<float> back = decode_pcm(out, encoding);
+    ASSERT_EQ(back.size(), samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      // s16: 1/32768 of scale; G.711: its step at that level.
+      const float tolerance = encoding == SampleEncoding::kPcmF32le ? 0.0f : encoding == SampleEncoding::kPcmS16le ? 1e-4f : 0.02f;
+      EXPECT_NEAR(back[i], samples[i], tolerance) << to_string(encoding) << " sample " << i;
+    }
+    std::vector<std::byte> small(out.size() - 1);
+    EXPECT_THROW(encode_pcm(samples, encoding, small), Error) << to_string(encoding);
   }
 }
 

@@ -173,7 +173,7 @@ TEST(WarmPathAllocations, TheTurnPoolAddsNoneToOrts) {
   config.model("turn").max_batch = 1;
   Engine engine(config);
   StreamConfig sc;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   sc.turn->wait_for_verdict = true;  // one analysis at a time, each a batch of one
   const Audio audio = load_audio(test::sample_wav());
   int turn_ends = 0;

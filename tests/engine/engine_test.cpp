@@ -300,6 +300,46 @@ TEST(Engine, InvalidConfigsAreRejectedWithTheField) {
   sc = {};
   sc.vad.params.threshold = 1.5;
   EXPECT_THROW(engine.open_stream(sc), Error);
+  // A family's own options (ModelSpec::options): only the ones it takes, numbers where numbers.
+  auto refused = [](const EngineConfig& c, const char* why) {
+    try {
+      c.validate();
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  EngineConfig opts = small_engine(1);
+  opts.model("vad").options["threshold"] = "0.5";
+  refused(opts, "its family takes none");
+  opts = small_engine(1);
+  opts.models.push_back(ModelSpec::piper_tts("voice.onnx"));
+  opts.model("tts").options["pitch"] = "1";
+  refused(opts, "it takes: config, noise_scale, length_scale, noise_w_scale, speaker_id");
+  opts.model("tts").options = {{"noise_scale", "zero"}};
+  refused(opts, "option 'noise_scale' must be a number, got 'zero'");
+  opts.model("tts").options = {{"config", ""}};
+  refused(opts, "option 'config' is empty");
+  opts.model("tts").options = {{"config", "voice.json"}, {"noise_scale", "0"}, {"speaker_id", "2"}};
+  EXPECT_NO_THROW(opts.validate());
+}
+
+TEST(Engine, AStreamReportsTheConfigItRunsWith) {
+  Engine engine(small_engine(1));
+  StreamConfig sc;
+  sc.sample_rate_hz = 8000;
+  Stream s = engine.open_stream(sc);
+  EXPECT_EQ(s.model_rate_hz(), 8000);
+  EXPECT_EQ(s.config().vad.model_rate_hz, 8000);
+  EXPECT_TRUE(s.can_flush()) << "no resampler: flush() never waits";
+  sc.sample_rate_hz = 44100;
+  Stream r = engine.open_stream(sc);
+  EXPECT_EQ(r.model_rate_hz(), 16000);
+  EXPECT_TRUE(r.can_flush()) << "an empty stream has room for its resampler's tail";
+  s.close();
+  EXPECT_EQ(s.model_rate_hz(), 0);
+  EXPECT_THROW(s.config(), Error);
 }
 
 // A joined thread can stay listed in /proc/self/task for a moment after pthread_join returns

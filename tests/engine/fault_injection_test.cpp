@@ -341,7 +341,7 @@ TEST(FaultInjection, ATurnAnalysisPastItsDeadlineIsCancelledAndTheTurnGoesOn) {
   config.run_timeout_ms = 300;
   Engine engine(config);
   StreamConfig sc;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   sc.turn->wait_for_verdict = true;  // the stream waits for each (cancelled) verdict: deterministic
   Stream s = engine.open_stream(sc);
   const std::vector<float> audio = cut(0, 10 * 16000);

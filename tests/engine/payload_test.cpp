@@ -1,6 +1,6 @@
 // The payload channel beside the event ring: variable-size results travel whole, in order,
 // bounded, and a payload that does not fit is reported, never lost silently. First the channel
-// alone, then through the engine with VadStage::segment_audio (a segment's audio as the payload of
+// alone, then through the engine with VadOptions::segment_audio (a segment's audio as the payload of
 // its speech_end event), on the bundled speech recording.
 #include <gtest/gtest.h>
 

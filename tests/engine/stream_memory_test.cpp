@@ -65,7 +65,7 @@ TEST(StreamMemory, OtherPipelinesCostWhatTheirStagesKeep) {
   resampled.sample_rate_hz = 44100;
   const PerStream at44k = per_stream(engine, resampled);
   StreamConfig turns;
-  turns.turn = TurnStage{};
+  turns.turn = TurnOptions{};
   const PerStream with_turn = per_stream(engine, turns);
   StreamConfig segments;
   segments.vad.segment_audio = true;

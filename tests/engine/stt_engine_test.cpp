@@ -76,7 +76,7 @@ TEST(EngineStt, EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio) {
   const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
   const auto& audio = test::sample_audio().samples;
   StreamConfig sc;
-  sc.stt = SttStage{};
+  sc.stt = SttOptions{};
   Stream s = engine.open_stream(sc);
   const auto got = transcripts_of(s, audio);
   ASSERT_EQ(got.size(), 5u) << "one transcript per utterance of the sample";
@@ -110,7 +110,7 @@ TEST(EngineStt, ConcurrentStreamsShareRunsAndEachGetsItsOwnTranscripts) {
                         sample.begin() + static_cast<std::ptrdiff_t>(std::min(begin + 9 * 16000, sample.size())));
   }
   StreamConfig sc;
-  sc.stt = SttStage{};
+  sc.stt = SttOptions{};
   std::vector<Stream> streams;
   for (int i = 0; i < kStreams; ++i) streams.push_back(engine.open_stream(sc));
   std::vector<std::vector<Transcribed>> results(kStreams);
@@ -143,7 +143,7 @@ TEST(EngineStt, TelephonyAudioIsTranscribedAt8kHz) {
   ASSERT_EQ(prompt.sample_rate_hz, 8000);
   StreamConfig sc;
   sc.sample_rate_hz = 8000;
-  sc.stt = SttStage{};
+  sc.stt = SttOptions{};
   Stream s = engine.open_stream(sc);
   const auto got = transcripts_of(s, prompt.samples);
   ASSERT_EQ(got.size(), 1u);
@@ -154,7 +154,7 @@ TEST(EngineStt, TelephonyAudioIsTranscribedAt8kHz) {
 TEST(EngineStt, TheOfflineRunnerWritesTheTranscriptionDocument) {
   Engine engine(stt_engine());
   OfflineOptions o;
-  o.stream.stt = SttStage{};
+  o.stream.stt = SttOptions{};
   const OfflineResult r = run_offline(engine, OfflineInput{test::sample_wav(), std::nullopt}, o);
   ASSERT_FALSE(r.error) << r.error->what();
   ASSERT_EQ(r.transcripts.size(), 5u);
@@ -172,7 +172,7 @@ TEST(EngineStt, ABadSttStageIsRefusedAtOpen) {
   no_stt.model("vad").path = test::bundled_model("silero_vad_v5.onnx");
   Engine plain(no_stt);
   StreamConfig sc;
-  sc.stt = SttStage{};
+  sc.stt = SttOptions{};
   try {
     plain.open_stream(sc);
     FAIL();

@@ -51,8 +51,7 @@ Engine& shared_engine() {
 
 SpeechConfig deterministic() {
   SpeechConfig c;
-  c.noise_scale = 0.0f;
-  c.noise_w_scale = 0.0f;
+  c.voice_options = {{"noise_scale", 0.0}, {"noise_w_scale", 0.0}};
   return c;
 }
 
@@ -560,14 +559,20 @@ TEST(TtsEngine, BadSessionsAreRefusedAtOpen) {
   c.sample_rate_hz = 44100;
   expect_error([&] { engine.open_speech(c); }, ErrorCode::kInvalidArgument, "44100");
   c = SpeechConfig{};
-  c.length_scale = 0.0f;
+  c.voice_options["length_scale"] = 0.0;
   expect_error([&] { engine.open_speech(c); }, ErrorCode::kInvalidArgument, "length_scale");
   c = SpeechConfig{};
   c.payload_buffer_bytes = 100;
   expect_error([&] { engine.open_speech(c); }, ErrorCode::kInvalidArgument, "payload_buffer_bytes");
   c = SpeechConfig{};
-  c.speaker_id = 3;
+  c.voice_options["speaker_id"] = 3;
   expect_error([&] { engine.open_speech(c); }, ErrorCode::kInvalidArgument, "speaker_id 3");
+  c = SpeechConfig{};
+  c.voice_options["pitch"] = 1.0;
+  expect_error([&] { engine.open_speech(c); }, ErrorCode::kInvalidArgument, "no setting 'pitch'");
+  c = SpeechConfig{};
+  c.voice_options["speaker_id"] = 0.5;
+  expect_error([&] { engine.open_speech(c); }, ErrorCode::kInvalidArgument, "whole number");
 
   Engine vad_only(EngineConfig{});
   expect_error([&] { vad_only.open_speech(SpeechConfig{}); }, ErrorCode::kInvalidArgument, "no Piper voice");

@@ -75,7 +75,7 @@ std::vector<TurnAction> offline_turns(const std::vector<float>& audio, int rate)
 TEST(EngineTurns, VerdictsAndTurnsMatchAnOfflineRunOfTheSameModel) {
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny.onnx")));
   StreamConfig sc;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   sc.turn->wait_for_verdict = true;
   Stream s = engine.open_stream(sc);
   const Audio audio = load_audio(test::sample_wav());
@@ -117,7 +117,7 @@ TEST(EngineTurns, EightKilohertzTurnsAreUpsampledForTheModel) {
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny.onnx")));
   StreamConfig sc;
   sc.sample_rate_hz = 8000;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   sc.turn->wait_for_verdict = true;
   Stream s = engine.open_stream(sc);
   const Audio prompt = load_audio("/usr/share/asterisk/sounds/en_US_f_Allison/agent-loggedoff.wav");
@@ -150,7 +150,7 @@ TEST(EngineTurns, AVerdictAfterTheLastFrameIsAnnouncedThroughOnEvents) {
   std::uint64_t announcements = 0;
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny.onnx")));
   StreamConfig sc;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   sc.on_events = [&] {
     std::lock_guard lock(mu);
     ++announcements;
@@ -184,7 +184,7 @@ TEST(EngineTurns, AVerdictAfterTheLastFrameIsAnnouncedThroughOnEvents) {
 TEST(EngineTurns, RenamedTensorsAreBoundByPosition) {
   Engine engine(turn_engine(test::generated_model("smart_turn_tiny_renamed.onnx")));
   StreamConfig sc;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   sc.turn->wait_for_verdict = true;
   Stream s = engine.open_stream(sc);
   const Audio audio = load_audio(test::sample_wav());
@@ -208,7 +208,7 @@ TEST(EngineTurns, StreamsCannotAskForTurnsWithoutATurnModel) {
   EngineConfig c = turn_engine("");
   Engine engine(c);
   StreamConfig sc;
-  sc.turn = TurnStage{};
+  sc.turn = TurnOptions{};
   try {
     engine.open_stream(sc);
     FAIL();

@@ -28,15 +28,15 @@ TEST(TtsParams, BodyWithEveryKey) {
   EXPECT_EQ(r.options.voice, "tts");
   EXPECT_EQ(r.options.speech.sample_rate_hz, 16000);
   EXPECT_TRUE(r.options.raw);
-  EXPECT_FLOAT_EQ(*r.options.speech.length_scale, 1.5f);
-  EXPECT_FLOAT_EQ(*r.options.speech.noise_scale, 0.0f);
-  EXPECT_FLOAT_EQ(*r.options.speech.noise_w_scale, 0.5f);
-  EXPECT_EQ(*r.options.speech.speaker_id, 2);
+  EXPECT_FLOAT_EQ(static_cast<float>(r.options.speech.voice_options.at("length_scale")), 1.5f);
+  EXPECT_FLOAT_EQ(static_cast<float>(r.options.speech.voice_options.at("noise_scale")), 0.0f);
+  EXPECT_FLOAT_EQ(static_cast<float>(r.options.speech.voice_options.at("noise_w_scale")), 0.5f);
+  EXPECT_EQ(r.options.speech.voice_options.at("speaker_id"), 2);
   EXPECT_FLOAT_EQ(r.options.speech.volume, 0.5f);
   const TtsHttpRequest d = parse_tts_body(R"({"text":"Hi."})");
   EXPECT_FALSE(d.options.raw);
   EXPECT_EQ(d.options.speech.sample_rate_hz, 0);
-  EXPECT_FALSE(d.options.speech.length_scale);
+  EXPECT_FALSE(d.options.speech.voice_options.contains("length_scale"));
 }
 
 TEST(TtsParams, BadBodiesNameTheKey) {
@@ -56,7 +56,7 @@ TEST(TtsParams, Query) {
   const TtsOptions o = parse_tts_query("voice=en_US-joe-medium&sample_rate=8000&length_scale=0.9&token=x");
   EXPECT_EQ(o.voice, "en_US-joe-medium");
   EXPECT_EQ(o.speech.sample_rate_hz, 8000);
-  EXPECT_FLOAT_EQ(*o.speech.length_scale, 0.9f);
+  EXPECT_FLOAT_EQ(static_cast<float>(o.speech.voice_options.at("length_scale")), 0.9f);
   EXPECT_NE(error_of([] { parse_tts_query("sample_rate=fast"); }).find("'sample_rate' must be an integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_tts_query("noise_scale=1e999"); }).find("'noise_scale' must be a number"),

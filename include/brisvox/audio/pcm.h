@@ -38,6 +38,21 @@ std::size_t bytes_per_sample(SampleEncoding encoding) noexcept;
 std::int16_t mulaw_to_linear(std::uint8_t code) noexcept;
 std::int16_t alaw_to_linear(std::uint8_t code) noexcept;
 
+// ITU-T G.711 compression of a 16-bit linear value to one code (the segment search of Sun's
+// reference g711.c: mu-law on 14 bits with its bias of 33 and clip at 8159, A-law on 13 bits).
+// Expanding a code and compressing it again gives the code back (mu-law's two zeros give 0xFF).
+std::uint8_t linear_to_mulaw(std::int16_t sample) noexcept;
+std::uint8_t linear_to_alaw(std::int16_t sample) noexcept;
+
+// A float sample in [-1, 1] to 16-bit PCM as piper-tts writes it: x * 32767, clamped to +-32767,
+// truncated toward zero (so that synthesised audio equals piper-tts's byte for byte). NaN gives 0.
+std::int16_t float_to_s16(float sample) noexcept;
+
+// Encodes float samples in [-1, 1] into `out`, which must hold samples.size() *
+// bytes_per_sample(encoding) bytes (Error kInvalidArgument otherwise); returns the bytes written.
+// pcm_s16le: float_to_s16; mulaw/alaw: G.711 of that value; pcm_f32le: the floats as they are.
+std::size_t encode_pcm(std::span<const float> samples, SampleEncoding encoding, std::span<std::byte> out);
+
 // Streaming decoder of one encoded sample stream (mono, or interleaved samples: the decoder
 // does not know about channels).
 //

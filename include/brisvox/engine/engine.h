@@ -74,6 +74,12 @@ class Stream {
 
   explicit operator bool() const noexcept { return slot_ != nullptr; }
   std::uint64_t id() const noexcept;
+  // The stream's configuration as the engine runs it: the one given to open_stream with what the
+  // engine decided filled in (VadOptions::model_rate_hz; max_speech_s capped at the stt stage's
+  // window). Valid while the stream is open.
+  const StreamConfig& config() const;
+  // The rate its VAD runs at (8000 or 16000): the rate of its events' times and segment audio.
+  int model_rate_hz() const noexcept;
 
   // Copies samples (at the stream's sample_rate_hz, [-1, 1]) into the stream. Never blocks on
   // inference. Returns how many were accepted: all unless the stream's buffer is full, and then
@@ -88,6 +94,10 @@ class Stream {
   // hold), or the timeout. Producer thread. True if there is room.
   bool wait_writable(std::size_t min_samples, std::chrono::microseconds timeout);
 
+  // Whether flush() would return at once now: true unless a resampled stream's resampler still
+  // owes output the buffer has no room for yet (flush() then waits, up to a second, for the worker
+  // to make room). A caller that must not block (a network thread) flushes once this is true.
+  bool can_flush();
   // End of input: the worker processes what is buffered (the last partial frame zero-padded),
   // emits the final speech_end if speech was open, then kEndOfStream. Idempotent. For a
   // resampled stream it may wait (up to 1 s) for room for the resampler's tail.

@@ -5,7 +5,7 @@
 //   EngineConfig config;                                  // one model: "vad", Silero v6
 //   config.models.push_back(ModelSpec::smart_turn("v3.2"));  // "turn", the bundled v3.2
 //   StreamConfig stream;
-//   stream.turn = TurnStage{};                            // vad -> turn
+//   stream.turn = TurnOptions{};                            // vad -> turn
 //
 // Models. Each registry entry is one model file served by its own pool of worker threads (which
 // share one ONNX Runtime session), batching the work of every stream that uses it. Streams refer
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,12 @@ struct ModelSpec {
   // seconds; Piper: at least 20000, a sentence of 2048 phoneme ids takes about 5 s of one core);
   // 0: no deadline for this model; else 10 to 600000.
   int run_timeout_ms = -1;
+  // The family's own settings of this model, by name (docs/MODELS.md). Piper: "config" (the voice's
+  // JSON, VOICE.onnx.json beside the model by default), and the session defaults "noise_scale",
+  // "length_scale", "noise_w_scale", "speaker_id" (the voice's own unless given; a session's
+  // SpeechConfig::voice_options override them). Other families take none. Checked when the engine
+  // starts (Error(kInvalidArgument) naming the option).
+  std::map<std::string, std::string, std::less<>> options;
 
   // The registry entries brisvox knows how to build.
   static ModelSpec silero_vad(std::string path = "v6", std::string name = "vad");
@@ -116,7 +123,7 @@ struct EngineConfig {
 
 // Voice activity detection: the first stage of every stream, and its clock (the stages after it
 // see its frames and probabilities).
-struct VadStage {
+struct VadOptions {
   std::string model = "vad";   // a kSileroVad entry of EngineConfig::models
   SegmenterParams params;      // silero-vad's get_speech_timestamps parameters
   int model_rate_hz = 0;       // 0: 8000 for 8 kHz input, else 16000 (vad_model_rate_hz)
@@ -131,7 +138,7 @@ struct VadStage {
 
 // End-of-turn detection (Smart Turn v3) after the VAD: kTurnEnd / kTurnIncomplete events. Keeps
 // the last 9.5 s of audio for the stream (about 600 KiB at 16 kHz).
-struct TurnStage {
+struct TurnOptions {
   std::string model = "turn";  // a kSmartTurn entry of EngineConfig::models
   TurnParams params;
   // Offline use (files, tests): hold the stream's frames while an analysis is pending, so that the
@@ -145,7 +152,7 @@ struct TurnStage {
 // Segments are at most the model's window long: with this stage the VAD's max_speech_s is capped
 // at 30 s, so that longer speech is split at the VAD's own split points, never truncated. Keeps
 // the last ~30 s of audio for the stream (about 2 MB at 16 kHz).
-struct SttStage {
+struct SttOptions {
   std::string model = "stt";  // a kWhisper entry of EngineConfig::models
   // kFull: the 30 s window Whisper was trained on (faster-whisper's results exactly). kFit: the
   // window cut to the segment (at least 10 s), cheaper; measured 1.35 WER points worse on real
@@ -174,9 +181,9 @@ struct StreamConfig {
   int payload_buffer_bytes = 0;
 
   // The pipeline, in order: vad (always), then turn and stt when set.
-  VadStage vad;
-  std::optional<TurnStage> turn;
-  std::optional<SttStage> stt;
+  VadOptions vad;
+  std::optional<TurnOptions> turn;
+  std::optional<SttOptions> stt;
 
   // Called on a worker thread whenever new events are ready to poll(): once per processed frame
   // at most, and for other events. Must be quick and must not call into the engine (post a

@@ -16,15 +16,15 @@ namespace brisvox {
 
 enum class EventType : std::uint8_t {
   kSpeechStart,      // start_s: where the speech starts (padded), in seconds of stream audio
-  kSpeechEnd,        // start_s, end_s: the finished segment (its audio as payload with VadStage::segment_audio)
-  kVadProbability,   // frame_index, start_s/end_s of the frame, probability (VadStage::emit_probabilities)
+  kSpeechEnd,        // start_s, end_s: the finished segment (its audio as payload with VadOptions::segment_audio)
+  kVadProbability,   // frame_index, start_s/end_s of the frame, probability (VadOptions::emit_probabilities)
   kOverload,         // the stream fell behind: backlog_ms of audio waited, or audio/events were refused
   kError,            // error_code; Stream::last_error() has the message
   kEndOfStream,      // after flush(): every event of the stream has been delivered
   kTurnEnd,          // start_s, end_s (end of speech), probability (-1: none), turn_reason
   kTurnIncomplete,   // start_s, end_s, probability: the speaker paused but has not finished
   kTranscript,       // start_s, end_s of the segment, probability = its no-speech probability;
-                     // the transcript as payload (Stream::read_transcript). SttStage only.
+                     // the transcript as payload (Stream::read_transcript). SttOptions only.
   // Text-to-speech (Speech, speech.h); `speech` says which utterance and sentence.
   kTtsAudio,         // a piece of synthesised audio as payload (float32 at Speech::sample_rate_hz());
                      // start_s, end_s: where it lies in the utterance's audio
@@ -39,7 +39,7 @@ enum class PayloadStatus : std::uint8_t {
   kNone,       // no payload
   kAttached,   // payload_bytes bytes wait in the channel under payload_id
   kTruncated,  // attached, but holds only the end of what it describes (a segment longer than the
-               // audio the stream keeps: VadStage::max_segment_audio_s)
+               // audio the stream keeps: VadOptions::max_segment_audio_s)
   kDropped,    // there was one, but the channel was full (the reader fell behind); counted in
                // EngineStats::payloads_dropped
 };

@@ -2,7 +2,7 @@
 // memory (`POST /v1/vad`), one runner for all. Every recording is a stream of the engine; several
 // run at once, so that frames of different recordings share model runs. Each is fed as fast as
 // its stream takes it (nothing is ever refused), its end-of-turn analyses are waited for
-// (TurnStage::wait_for_verdict), so a result does not depend on timing or on the other recordings.
+// (TurnOptions::wait_for_verdict), so a result does not depend on timing or on the other recordings.
 // Files and encoded bytes are decoded a block at a time as their streams take audio
 // (AudioReader), so memory does not grow with a recording's duration.
 //
@@ -52,7 +52,7 @@ struct OfflineResult {
   int input_sample_rate_hz = 0;
   double duration_s = 0;
   std::vector<std::pair<double, double>> segments_s;  // [start, end) in seconds
-  std::vector<float> frame_probs;                      // with VadStage::emit_probabilities
+  std::vector<float> frame_probs;                      // with VadOptions::emit_probabilities
   std::vector<TurnVerdict> turns;                      // with a turn stage
   int turn_incomplete_events = 0;
   std::vector<TurnVerdict> incomplete_turns;           // those events: paused, not finished (reason unused)

@@ -1,5 +1,5 @@
 // Text-to-speech on the engine: a speech session (Speech) takes text and gives back audio, sentence
-// by sentence, synthesised by a Piper voice of the engine's registry (ModelSpec::piper_tts).
+// by sentence, synthesised by a voice of the engine's registry (Piper: ModelSpec::piper_tts).
 //
 //   EngineConfig ec;
 //   ec.models.push_back(ModelSpec::piper_tts("en_US-joe-medium"));    // named "tts"
@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -74,12 +75,13 @@ struct SpeechConfig {
   // Rate of the audio: 0 (the voice's, 22050 Hz for most Piper voices), 8000, 16000, 24000 or
   // 48000 (resampled per sentence with libsoxr).
   int sample_rate_hz = 0;
-  // Piper's synthesis options; unset: the voice's. noise_scale 0 and noise_w_scale 0 make the
-  // audio deterministic.
-  std::optional<float> noise_scale;
-  std::optional<float> length_scale;  // > 1 speaks slower
-  std::optional<float> noise_w_scale;
-  std::optional<int> speaker_id;      // multi-speaker voices
+  // The voice's own settings for this session, by the names its family gives them (Piper:
+  // "noise_scale", "length_scale" (> 1 speaks slower), "noise_w_scale", "speaker_id";
+  // docs/MODELS.md). Each one left out is the model's (ModelSpec::options), else the voice's.
+  // open_speech refuses a name the voice does not take, or a value out of its range
+  // (Error(kInvalidArgument) naming it). Piper: noise_scale 0 and noise_w_scale 0 make the audio
+  // deterministic.
+  std::map<std::string, double, std::less<>> voice_options;
   float volume = 1.0f;                // after Piper's peak normalisation; 0 to 10
   // The first sentence of each utterance comes as two chunks: its first clause (up to the first
   // ',', ';' or ':'), synthesised alone, then the rest (PiperRequest::fast_start). The first

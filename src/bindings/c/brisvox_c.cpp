@@ -157,7 +157,7 @@ void engine_defaults(brisvox_engine_options& o) {
 void stream_defaults(brisvox_stream_options& o) {
   const brisvox::StreamConfig d;
   const brisvox::TurnParams t;
-  const brisvox::TurnStage ts;
+  const brisvox::TurnOptions ts;
   o = brisvox_stream_options{};
   o.struct_size = sizeof(o);
   o.sample_rate_hz = d.sample_rate_hz;
@@ -189,7 +189,7 @@ brisvox::StreamConfig stream_config(const brisvox_stream_options& o) {
   c.vad.params.max_speech_s = o.max_speech_s;
   c.vad.emit_probabilities = o.emit_probabilities != 0;
   if (o.turn != 0) {
-    brisvox::TurnStage turn;
+    brisvox::TurnOptions turn;
     turn.params.stop_ms = o.turn_stop_ms;
     turn.params.pre_speech_ms = o.turn_pre_speech_ms;
     turn.params.max_silence_ms = o.turn_max_silence_ms;

@@ -28,7 +28,7 @@ T value_of(nb::handle value, const std::string& key, const char* function, const
 StreamOptions parse_stream_options(const nb::kwargs& kwargs, const char* function) {
   StreamOptions o;
   StreamConfig& c = o.config;
-  TurnStage turn;
+  TurnOptions turn;
   for (auto [k, v] : kwargs) {
     const std::string key = nb::cast<std::string>(k);
     auto integer = [&] { return value_of<int>(v, key, function, "an int"); };

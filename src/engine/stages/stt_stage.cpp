@@ -49,7 +49,7 @@ int stt_num_keys(int full_frames) noexcept {
   return 2 + (full_frames - fit_min_frames(full_frames) + granularity - 1) / granularity;
 }
 
-SttStreamState::SttStreamState(const SttStage& s, SttPool& stt_pool)
+SttStreamState::SttStreamState(const SttOptions& s, SttPool& stt_pool)
     : pool(&stt_pool), stage(s), search(stt_pool.model().config(), s.decode) {
   done.reserve(stt_pool.capacity());
 }
@@ -264,7 +264,7 @@ bool SttPool::submit(StreamSlot& stream, std::uint64_t seq, double start_s, doub
   r->failed = false;
   r->error.clear();
   r->transcript = Transcript{};
-  const SttStage& stage = stream.stt->stage;
+  const SttOptions& stage = stream.stt->stage;
   const int full = model_->config().dims.full_frames();
   const std::size_t samples16k = n * static_cast<std::size_t>(WhisperFeatures::kSampleRateHz) /
                                  static_cast<std::size_t>(stream.model_rate_hz);

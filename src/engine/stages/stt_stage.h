@@ -59,10 +59,10 @@ int stt_num_keys(int full_frames) noexcept;
 
 // The stt stage of one stream.
 struct SttStreamState {
-  SttStreamState(const SttStage& stage, SttPool& stt_pool);
+  SttStreamState(const SttOptions& stage, SttPool& stt_pool);
 
   SttPool* const pool;
-  const SttStage stage;
+  const SttOptions stage;
   const WhisperGreedySearch search;  // the stream's decoding options, shared by its requests
   // VAD worker only.
   std::uint64_t next_seq = 0;        // number of the next segment submitted

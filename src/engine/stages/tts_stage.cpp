@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <limits>
 
 #include "base/log.h"
@@ -21,6 +23,35 @@ Event speech_event(EventType type, std::uint32_t utterance, std::size_t sentence
   ev.type = type;
   ev.speech = SpeechPosition{utterance, clamp16(sentence), clamp16(count)};
   return ev;
+}
+
+// A session's Piper settings: the model's defaults (ModelSpec::options), then the session's own.
+PiperRequest piper_request_for(const ModelSpec& spec, const std::map<std::string, double, std::less<>>& session) {
+  PiperRequest r;
+  auto set = [&](std::string_view name, double value) {
+    if (name == "noise_scale") {
+      r.noise_scale = static_cast<float>(value);
+    } else if (name == "length_scale") {
+      r.length_scale = static_cast<float>(value);
+    } else if (name == "noise_w_scale") {
+      r.noise_w_scale = static_cast<float>(value);
+    } else if (name == "speaker_id") {
+      if (value != std::floor(value) || value < 0 || value > (1 << 20)) {
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("speaker_id must be a whole number 0 to 1048576, got {}", value));
+      }
+      r.speaker_id = static_cast<int>(value);
+    } else {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("voice '{}' (piper_tts) has no setting '{}': it takes noise_scale, length_scale, "
+                              "noise_w_scale and speaker_id",
+                              spec.name, name));
+    }
+  };
+  for (const auto& [name, value] : spec.options) {
+    if (name != "config") set(name, std::stod(value));  // numbers: ModelSpec::validate checked them
+  }
+  for (const auto& [name, value] : session) set(name, value);
+  return r;
 }
 
 }  // namespace
@@ -355,6 +386,7 @@ TtsPool::TtsPool(const ModelSpec& spec)
       pool_(spec, PoolShape{kTtsKeys, static_cast<std::size_t>(spec.max_pending)}, [&](int /*worker*/) {
         PiperTtsConfig c;
         c.model_path = spec.path;
+        if (const auto it = spec.options.find("config"); it != spec.options.end()) c.config_path = it->second;
         c.max_batch = 1;
         c.session = spec.session;
         return TtsAdapter(PiperTts(c), spec.run_timeout_ms, *shared_);
@@ -364,11 +396,7 @@ std::shared_ptr<SpeechSlot> TtsPool::open(const SpeechConfig& config, std::uint6
   if (shared_->draining.load(std::memory_order_acquire) || stopping()) {
     throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
   }
-  PiperRequest options;
-  options.noise_scale = config.noise_scale;
-  options.length_scale = config.length_scale;
-  options.noise_w_scale = config.noise_w_scale;
-  options.speaker_id = config.speaker_id;
+  PiperRequest options = piper_request_for(spec(), config.voice_options);
   options.output_rate_hz = config.sample_rate_hz;
   options.volume = config.volume;
   options.fast_start = config.fast_start;

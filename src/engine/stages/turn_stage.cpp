@@ -11,7 +11,7 @@
 
 namespace brisvox::engine {
 
-TurnStreamState::TurnStreamState(int model_rate_hz, int frame_samples, const TurnStage& stage, TurnPool& turn_pool)
+TurnStreamState::TurnStreamState(int model_rate_hz, int frame_samples, const TurnOptions& stage, TurnPool& turn_pool)
     : pool(&turn_pool), wait_for_verdict(stage.wait_for_verdict), detector(model_rate_hz, frame_samples, stage.params) {}
 
 // --- the pool's side ---------------------------------------------------------------------------

@@ -36,7 +36,7 @@ class TurnPool;
 
 // The turn stage of one stream.
 struct TurnStreamState {
-  TurnStreamState(int model_rate_hz, int frame_samples, const TurnStage& stage, TurnPool& turn_pool);
+  TurnStreamState(int model_rate_hz, int frame_samples, const TurnOptions& stage, TurnPool& turn_pool);
   // Audio the stream keeps for its analyses: 8 s analysed + pre-speech + slack for the time an
   // analysis waits: 9.5 s.
   static std::size_t history_samples(int model_rate_hz) noexcept {

@@ -15,7 +15,7 @@ constexpr std::size_t kEventCapacity = 32;
 
 // The model-rate samples a segment's audio may need: the longest segment kept, plus what the
 // segmenter looks ahead before it ends one (min silence), the padding on both sides and a frame.
-std::size_t segment_history_samples(const VadStage& vad, double max_segment_s, int model_rate_hz, int chunk_samples) {
+std::size_t segment_history_samples(const VadOptions& vad, double max_segment_s, int model_rate_hz, int chunk_samples) {
   const double seconds = max_segment_s + (vad.params.min_silence_ms + 2.0 * vad.params.speech_pad_ms) / 1000.0;
   return static_cast<std::size_t>(std::ceil(seconds * model_rate_hz)) + static_cast<std::size_t>(chunk_samples);
 }

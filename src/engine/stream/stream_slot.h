@@ -96,7 +96,7 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   std::atomic<bool> retired{false};    // removed from the registry; memory kept until unreferenced
   // The last seconds of model-rate audio, for the stages that look back (turn, segment audio).
   std::optional<AudioHistory> history;
-  const std::int64_t max_segment_samples;  // VadStage::max_segment_audio_s at the model rate
+  const std::int64_t max_segment_samples;  // VadOptions::max_segment_audio_s at the model rate
   std::unique_ptr<TurnStreamState> turn;  // the turn stage, when the pipeline has one
   std::unique_ptr<SttStreamState> stt;    // the stt stage, when the pipeline has one
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "brisvox/audio/pcm.h"
 #include "brisvox/audio/resampler.h"
 #include "brisvox/error.h"
 #include "base/log.h"
@@ -271,7 +272,7 @@ bool PiperTts::next(PiperSynthesis& s, PiperChunk& chunk) {
 std::vector<std::int16_t> piper_to_int16(const std::vector<float>& samples) {
   std::vector<std::int16_t> out(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    out[i] = static_cast<std::int16_t>(std::clamp(samples[i] * 32767.0f, -32767.0f, 32767.0f));
+    out[i] = float_to_s16(samples[i]);
   }
   return out;
 }
