@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/stream/spsc_ring.h"
+#include "engine/sync/spsc_ring.h"
 
 namespace {
 

@@ -11,17 +11,17 @@
 #include "brisvox/error.h"
 #include "brisvox/plural.h"
 #include "engine/model_registry.h"
+#include "engine/pipeline.h"
 #include "engine/pool/run_watchdog.h"
-#include "engine/stream/wait_for_events.h"
+#include "engine/speech/speech_model.h"
+#include "engine/speech/speech_state.h"
 #include "engine/stages/stt_stage.h"
-#include "engine/stages/tts_stage.h"
-#include "engine/stages/turn_stage.h"
-#include "engine/stages/vad_stage.h"
+#include "engine/stream/vad_pool.h"
 
 namespace brisvox {
 
 using engine::now_ns;
-using engine::StreamSlot;
+using engine::StreamState;
 
 static_assert(sizeof(Event) == 48, "events are copied through a fixed ring per stream: keep them small");
 
@@ -39,6 +39,9 @@ std::string_view to_string(EventType type) noexcept {
     case EventType::kTtsAudio: return "tts_audio";
     case EventType::kTtsEnd: return "tts_end";
     case EventType::kTtsCancelled: return "tts_cancelled";
+    case EventType::kBargeIn: return "barge_in";
+    case EventType::kTtsInterrupted: return "tts_interrupted";
+    case EventType::kTtsMark: return "tts_mark";
   }
   return "unknown";
 }
@@ -114,28 +117,9 @@ Stream Engine::open_stream(const StreamConfig& requested) {
                             "under (its models: {})",
                             config.vad.model, m.models.describe()));
   }
-  engine::TurnPool* turn = nullptr;
-  if (config.turn) {
-    turn = m.models.turn_pool(config.turn->model);
-    if (turn == nullptr) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("the stream asks for end-of-turn detection but the engine has no turn model named '{}' "
-                              "(add ModelSpec::smart_turn(\"v3.2\" or PATH) to EngineConfig::models; its models: {})",
-                              config.turn->model, m.models.describe()));
-    }
-  }
-  engine::SttPool* stt = nullptr;
-  if (config.stt) {
-    stt = m.models.stt_pool(config.stt->model);
-    if (stt == nullptr) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("the stream asks for speech-to-text but the engine has no Whisper model named '{}' "
-                              "(add ModelSpec::whisper(FOLDER) to EngineConfig::models; its models: {})",
-                              config.stt->model, m.models.describe()));
-    }
-    // Segments longer than the model's window are split at the VAD's own split points.
-    config.vad.params.max_speech_s = std::min(config.vad.params.max_speech_s, engine::kSttMaxSegmentS);
-  }
+  const int model_rate = silero_model_rate_hz(config.sample_rate_hz, config.vad.model_rate_hz);
+  config.vad.model_rate_hz = model_rate;  // what Stream::config() reports
+  std::vector<std::unique_ptr<engine::Stage>> stages = engine::make_stages(config, model_rate, m.models);
   std::lock_guard lock(m.open_mu);
   if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
   const int active = static_cast<int>(m.shared.streams.size());
@@ -154,45 +138,26 @@ Stream Engine::open_stream(const StreamConfig& requested) {
                               p99 / 1000.0, m.config.latency_budget_ms, active));
     }
   }
-  const int model_rate = silero_model_rate_hz(config.sample_rate_hz, config.vad.model_rate_hz);
-  config.vad.model_rate_hz = model_rate;  // what Stream::config() reports
-  std::unique_ptr<engine::TurnStreamState> turn_state;
-  if (turn) {
-    turn_state = std::make_unique<engine::TurnStreamState>(model_rate, silero_chunk_samples(model_rate), *config.turn,
-                                                           *turn);
-  }
-  std::unique_ptr<engine::SttStreamState> stt_state;
-  if (stt) {
-    stt_state = std::make_unique<engine::SttStreamState>(*config.stt, *stt);  // Error for bad decoding options
-    if (stt_state->search.max_positions() > stt->max_positions()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("the stt stage's decoding needs {} decoder positions (max_new_tokens {}), the model's "
-                              "decoder slots hold {}",
-                              stt_state->search.max_positions(), config.stt->decode.max_new_tokens,
-                              stt->max_positions()));
-    }
-  }
   const int worker = vad->least_loaded_worker();
-  auto slot = std::make_shared<StreamSlot>(m.next_id.fetch_add(1), config, *vad, worker, std::move(turn_state),
-                                           std::move(stt_state));
+  auto state = std::make_shared<StreamState>(m.next_id.fetch_add(1), config, *vad, worker, std::move(stages));
   vad->adapter(worker).attach();
-  m.shared.streams.add(slot);
+  m.shared.streams.add(state);
   m.opened.fetch_add(1, std::memory_order_relaxed);
-  return Stream(this, std::move(slot));
+  return Stream(this, std::move(state));
 }
 
 Speech Engine::open_speech(const SpeechConfig& config) {
   config.validate();
   Impl& m = *impl_;
-  engine::TtsPool* tts = m.models.tts_pool(config.model);
-  if (tts == nullptr) {
+  engine::SpeechModel* voice = m.models.speech_model(config.model);
+  if (voice == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the speech session names voice '{}', but the engine has no Piper voice under that name (add "
                             "ModelSpec::piper_tts(VOICE) to EngineConfig::models; its models: {})",
                             config.model, m.models.describe()));
   }
   if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
-  return Speech(tts->open(config, m.next_id.fetch_add(1)));
+  return Speech(voice->open(config, m.next_id.fetch_add(1)));
 }
 
 void Engine::drain() {
@@ -202,9 +167,9 @@ void Engine::drain() {
     m.draining.store(true);
   }
   for (const auto& p : m.models.pools()) {
-    if (p->spec().family == ModelFamily::kPiperTts) static_cast<engine::TtsPool*>(p.get())->refuse_new_work();
+    if (p->spec().family == ModelFamily::kPiperTts) static_cast<engine::SpeechModel*>(p.get())->refuse_new_work();
   }
-  const std::vector<std::shared_ptr<StreamSlot>> all = m.shared.streams.snapshot();
+  const std::vector<std::shared_ptr<StreamState>> all = m.shared.streams.snapshot();
   for (auto& s : all) {
     if (!s->flush_requested.load()) {
       s->flush_ns = now_ns();
@@ -237,12 +202,12 @@ EngineStats Engine::stats() const {
     st.payloads_unread = t.payloads_unread.load();
     st.overload_events = t.overload_events.load();
   };
-  m.shared.streams.visit(read_totals, [&st](const StreamSlot& s) {
+  m.shared.streams.visit(read_totals, [&st](const StreamState& s) {
     ++st.active_streams;
     st.samples_rejected += s.samples_rejected.load();
-    st.events_dropped += s.events_dropped.load();
-    st.payloads_dropped += s.payloads_dropped.load();
-    st.payloads_unread += s.payloads_unread.load();
+    st.events_dropped += s.output.events_dropped();
+    st.payloads_dropped += s.output.payloads_dropped();
+    st.payloads_unread += s.output.payloads_unread();
   });
   st.models = m.models.stats();
   return st;
@@ -250,38 +215,38 @@ EngineStats Engine::stats() const {
 
 // --- Stream ------------------------------------------------------------------------------------
 
-Stream::Stream(Engine* engine, std::shared_ptr<StreamSlot> slot) : engine_(engine), slot_(std::move(slot)) {}
+Stream::Stream(Engine* engine, std::shared_ptr<StreamState> state) : engine_(engine), state_(std::move(state)) {}
 Stream::Stream(Stream&&) noexcept = default;
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
     close();
     engine_ = other.engine_;
-    slot_ = std::move(other.slot_);
+    state_ = std::move(other.state_);
   }
   return *this;
 }
 Stream::~Stream() { close(); }
 
-std::uint64_t Stream::id() const noexcept { return slot_ ? slot_->id : 0; }
-int Stream::model_rate_hz() const noexcept { return slot_ ? slot_->model_rate_hz : 0; }
+std::uint64_t Stream::id() const noexcept { return state_ ? state_->id : 0; }
+int Stream::model_rate_hz() const noexcept { return state_ ? state_->model_rate_hz : 0; }
 
 const StreamConfig& Stream::config() const {
-  if (!slot_) throw Error(ErrorCode::kClosed, "config() of a closed stream");
-  return slot_->config;
+  if (!state_) throw Error(ErrorCode::kClosed, "config() of a closed stream");
+  return state_->config;
 }
 
 namespace {
 
-void check_open(const std::shared_ptr<StreamSlot>& slot, const char* what) {
-  if (!slot) throw Error(ErrorCode::kClosed, fmt::format("{} on a closed stream", what));
-  if (slot->flush_requested.load(std::memory_order_relaxed)) {
-    throw Error(ErrorCode::kClosed, fmt::format("{} on stream {} after flush()", what, slot->id));
+void check_open(const std::shared_ptr<StreamState>& state, const char* what) {
+  if (!state) throw Error(ErrorCode::kClosed, fmt::format("{} on a closed stream", what));
+  if (state->flush_requested.load(std::memory_order_relaxed)) {
+    throw Error(ErrorCode::kClosed, fmt::format("{} on stream {} after flush()", what, state->id));
   }
 }
 
 // Writes model-rate samples, stamping the completion time of every frame they complete before
 // the samples become visible to the worker. Returns how many fit.
-std::size_t write_model_samples(StreamSlot& s, std::span<const float> samples) {
+std::size_t write_model_samples(StreamState& s, std::span<const float> samples) {
   const std::size_t n = std::min(samples.size(), s.samples.free_space());
   const std::uint64_t before = s.samples.written();
   const auto chunk = static_cast<std::uint64_t>(s.chunk_samples);
@@ -297,7 +262,7 @@ std::size_t write_model_samples(StreamSlot& s, std::span<const float> samples) {
 }
 
 // Moves pending resampler output into the ring; true when nothing is left pending.
-bool drain_pending(StreamSlot& s) {
+bool drain_pending(StreamState& s) {
   if (s.pending_begin < s.pending_end) {
     s.pending_begin += write_model_samples(
         s, std::span(s.resampled.data() + s.pending_begin, s.pending_end - s.pending_begin));
@@ -312,7 +277,7 @@ bool drain_pending(StreamSlot& s) {
 // such push counted as rejected samples and an overload event on an idle engine. libsoxr's total
 // output never exceeds ceil(input * out / in) (resampler_fuzzer checks it), so input n fits when
 // ceil((accepted + n) * out / in) <= written + free: exact, whatever libsoxr holds back.
-std::size_t resampled_input_room(const StreamSlot& s, std::size_t free) {
+std::size_t resampled_input_room(const StreamState& s, std::size_t free) {
   const auto in = static_cast<std::uint64_t>(s.config.sample_rate_hz);
   const auto out = static_cast<std::uint64_t>(s.model_rate_hz);
   const std::uint64_t most = (s.samples.written() + free) * in / out;
@@ -320,7 +285,7 @@ std::size_t resampled_input_room(const StreamSlot& s, std::size_t free) {
 }
 
 // Free room for input samples (at the stream's input rate): what push() accepts whole.
-std::size_t writable_input(StreamSlot& s) {
+std::size_t writable_input(StreamState& s) {
   if (!s.resampler) return s.samples.free_space();
   if (!drain_pending(s)) return 0;
   const std::size_t free = s.samples.free_space();
@@ -336,7 +301,7 @@ std::size_t writable_input(StreamSlot& s) {
   return room;
 }
 
-void note_refusal(StreamSlot& s, std::size_t refused_input, bool refused) {
+void note_refusal(StreamState& s, std::size_t refused_input, bool refused) {
   if (refused) {
     const double ratio = static_cast<double>(s.model_rate_hz) / s.config.sample_rate_hz;
     s.samples_rejected.fetch_add(static_cast<std::uint64_t>(std::ceil(static_cast<double>(refused_input) * ratio)),
@@ -354,14 +319,14 @@ void note_refusal(StreamSlot& s, std::size_t refused_input, bool refused) {
 }  // namespace
 
 std::size_t Stream::push(std::span<const float> samples) {
-  check_open(slot_, "push()");
+  check_open(state_, "push()");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     if (!std::isfinite(samples[i])) {
       throw Error(ErrorCode::kBadAudio, fmt::format("stream {}: sample {} of this push is {}: nothing was accepted",
-                                                    slot_->id, i, samples[i]));
+                                                    state_->id, i, samples[i]));
     }
   }
-  StreamSlot& s = *slot_;
+  StreamState& s = *state_;
   std::size_t accepted = 0;
   if (!s.resampler) {
     accepted = write_model_samples(s, samples);
@@ -382,13 +347,13 @@ std::size_t Stream::push(std::span<const float> samples) {
 }
 
 std::size_t Stream::writable() {
-  if (!slot_) return 0;
-  return writable_input(*slot_);
+  if (!state_) return 0;
+  return writable_input(*state_);
 }
 
 bool Stream::wait_writable(std::size_t min_samples, std::chrono::microseconds timeout) {
-  if (!slot_) return false;
-  StreamSlot& s = *slot_;
+  if (!state_) return false;
+  StreamState& s = *state_;
   // Never wait for more than the buffer can ever hold: what an empty ring would take now (the
   // output the resampler owes stays owed while nothing is pushed).
   const std::size_t most =
@@ -407,8 +372,8 @@ bool Stream::wait_writable(std::size_t min_samples, std::chrono::microseconds ti
 }
 
 bool Stream::can_flush() {
-  if (!slot_) return false;
-  StreamSlot& s = *slot_;
+  if (!state_) return false;
+  StreamState& s = *state_;
   if (!s.resampler) return true;
   // flush() must write what is pending and the resampler's tail (the output earlier input still
   // owes, plus at most a sample: resampler_fuzzer): writable_input() keeps room for what is owed,
@@ -419,8 +384,8 @@ bool Stream::can_flush() {
 }
 
 void Stream::flush() {
-  if (!slot_) throw Error(ErrorCode::kClosed, "flush() on a closed stream");
-  StreamSlot& s = *slot_;
+  if (!state_) throw Error(ErrorCode::kClosed, "flush() on a closed stream");
+  StreamState& s = *state_;
   if (s.flush_requested.load()) return;
   if (s.resampler) {
     // The resampler's tail (what its filter still holds) and any pending output must reach the
@@ -450,52 +415,39 @@ void Stream::flush() {
 }
 
 std::size_t Stream::poll(std::span<Event> out) {
-  if (!slot_) return 0;
-  return slot_->events.read(out);
+  if (!state_) return 0;
+  return state_->output.poll(out);
 }
 
 std::size_t Stream::read_payload(const Event& event, std::span<std::byte> out) {
-  if (!slot_ || !slot_->payloads) return 0;
-  if (event.payload != PayloadStatus::kAttached && event.payload != PayloadStatus::kTruncated) return 0;
-  std::uint64_t skipped = 0;
-  const std::size_t n = slot_->payloads->read(event.payload_id, out, skipped);
-  if (skipped) slot_->payloads_unread.fetch_add(skipped, std::memory_order_relaxed);
-  return n;
+  if (!state_) return 0;
+  return state_->output.read_payload(event, out);
 }
 
 std::optional<Transcript> Stream::read_transcript(const Event& event) {
-  if (event.type != EventType::kTranscript || !slot_ || !slot_->payloads) return std::nullopt;
-  std::vector<std::byte> bytes(event.payload_bytes);
-  if (bytes.size() < 16 || read_payload(event, bytes) != bytes.size()) return std::nullopt;
+  if (event.type != EventType::kTranscript || !state_) return std::nullopt;
+  const std::vector<std::byte> bytes = state_->output.read_bytes(event);
+  if (bytes.size() < 16) return std::nullopt;
   return engine::decode_transcript(bytes);
 }
 
 std::vector<float> Stream::read_audio_payload(const Event& event) {
-  if (!slot_ || !slot_->payloads) return {};
-  if (event.payload != PayloadStatus::kAttached && event.payload != PayloadStatus::kTruncated) return {};
-  std::uint64_t skipped = 0;
-  const std::size_t bytes = slot_->payloads->size_of(event.payload_id, skipped);
-  if (skipped) slot_->payloads_unread.fetch_add(skipped, std::memory_order_relaxed);
-  std::vector<float> samples(bytes / sizeof(float));
-  if (bytes == 0 || read_payload(event, std::as_writable_bytes(std::span(samples))) != bytes) return {};
-  return samples;
+  if (!state_) return {};
+  return state_->output.read_audio(event);
 }
 
-bool Stream::wait_events(std::chrono::microseconds timeout) {
-  return slot_ && engine::wait_for_events(slot_->events, slot_->events_wake, timeout);
-}
+bool Stream::wait_events(std::chrono::microseconds timeout) { return state_ && state_->output.wait(timeout); }
 
 std::string Stream::last_error() const {
-  if (!slot_) return {};
-  std::lock_guard lock(slot_->error_mutex);
-  return slot_->last_error;
+  if (!state_) return {};
+  return state_->output.last_error();
 }
 
 void Stream::close() {
-  if (!slot_) return;
-  slot_->close_requested.store(true, std::memory_order_release);
-  slot_->vad_pool->schedule(slot_.get());
-  slot_.reset();
+  if (!state_) return;
+  state_->close_requested.store(true, std::memory_order_release);
+  state_->vad_pool->schedule(state_.get());
+  state_.reset();
   engine_ = nullptr;
 }
 

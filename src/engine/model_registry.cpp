@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "engine/speech/piper_synthesizer.h"
 #include "engine/stages/stt_stage.h"
-#include "engine/stages/tts_stage.h"
 #include "engine/stages/turn_stage.h"
-#include "engine/stages/vad_stage.h"
+#include "engine/stream/vad_pool.h"
 
 namespace brisvox::engine {
 namespace {
@@ -20,7 +20,7 @@ std::unique_ptr<ModelPool> make_pool(const ModelSpec& spec, const EngineConfig& 
     case ModelFamily::kWhisper:
       return std::make_unique<SttPool>(spec);
     case ModelFamily::kPiperTts:
-      return std::make_unique<TtsPool>(spec);
+      return make_piper_pool(spec);
   }
   throw Error(ErrorCode::kInternal, fmt::format("model '{}': unknown family", spec.name));
 }
@@ -62,8 +62,8 @@ SttPool* ModelRegistry::stt_pool(std::string_view name) const noexcept {
   return static_cast<SttPool*>(find(name, ModelFamily::kWhisper));
 }
 
-TtsPool* ModelRegistry::tts_pool(std::string_view name) const noexcept {
-  return static_cast<TtsPool*>(find(name, ModelFamily::kPiperTts));
+SpeechModel* ModelRegistry::speech_model(std::string_view name) const noexcept {
+  return static_cast<SpeechModel*>(find(name, ModelFamily::kPiperTts));
 }
 
 std::string ModelRegistry::describe() const {

@@ -1,6 +1,7 @@
 // The engine's models: one pool per EngineConfig::models entry, built by its family. Adding a
-// family is its adapter (models/<family>/), its stage (stages/<family>_stage.*) and one case in
-// make_pool() (model_registry.cpp): nothing in the pool.
+// family is its model (models/<family>/), its stage (stages/<family>_stage.*) or synthesizer
+// (speech/<family>_synthesizer.*), and one case in make_pool() (model_registry.cpp): nothing in
+// the pool.
 #pragma once
 
 #include <memory>
@@ -18,7 +19,7 @@ struct EngineShared;
 class VadPool;
 class TurnPool;
 class SttPool;
-class TtsPool;
+class SpeechModel;
 
 class ModelRegistry {
  public:
@@ -32,7 +33,8 @@ class ModelRegistry {
   VadPool* vad_pool(std::string_view name) const noexcept;
   TurnPool* turn_pool(std::string_view name) const noexcept;
   SttPool* stt_pool(std::string_view name) const noexcept;
-  TtsPool* tts_pool(std::string_view name) const noexcept;
+  // Any text-to-speech family's.
+  SpeechModel* speech_model(std::string_view name) const noexcept;
   // "vad (silero_vad), turn (smart_turn)": for messages.
   std::string describe() const;
 

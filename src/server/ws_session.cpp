@@ -377,7 +377,10 @@ void WsSession::handle_event(const Event& e) {
     case EventType::kTtsAudio:
     case EventType::kTtsEnd:
     case EventType::kTtsCancelled:
-      break;  // speech sessions' events (tts_ws_session.cpp): never on a stream
+    case EventType::kTtsInterrupted:
+    case EventType::kTtsMark:
+    case EventType::kBargeIn:
+      break;  // speech sessions' and calls' events: never on a stream
   }
 }
 

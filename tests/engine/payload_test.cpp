@@ -12,7 +12,7 @@
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "engine/engine_test_util.h"
-#include "engine/stream/payload_channel.h"
+#include "engine/output/payload_channel.h"
 #include "test_paths.h"
 
 namespace brisvox {

@@ -1,4 +1,4 @@
-// ReaderWake (engine/stream/wait_for_events.h): a reader blocked in wait_events() is woken by the
+// ReaderWake (engine/sync/reader_wake.h): a reader blocked in wait_events() is woken by the
 // worker that writes its events, and never misses one. A missed wake-up does not lose the event
 // (the wait's own timeout ends it), it delays it by the whole timeout: so these tests wait with
 // long timeouts and count the waits that took anywhere near that long. Under TSan (scripts/test.sh
@@ -12,8 +12,8 @@
 
 #include "brisvox/engine/engine.h"
 #include "engine/engine_test_util.h"
-#include "engine/stream/spsc_ring.h"
-#include "engine/stream/wait_for_events.h"
+#include "engine/sync/spsc_ring.h"
+#include "engine/sync/reader_wake.h"
 #include "test_paths.h"
 
 namespace brisvox {

@@ -1,1 +1,1 @@
-#include "engine/stream/spsc_ring.h"  // an engine-internal header, from models: must not compile
+#include "engine/sync/spsc_ring.h"  // an engine-internal header, from models: must not compile

@@ -61,7 +61,7 @@ struct Transcript {
 
 class Engine;
 namespace engine {
-struct StreamSlot;
+struct StreamState;
 }
 
 // A handle to one open stream. Move-only; destroying it closes the stream.
@@ -72,7 +72,7 @@ class Stream {
   Stream& operator=(Stream&&) noexcept;
   ~Stream();
 
-  explicit operator bool() const noexcept { return slot_ != nullptr; }
+  explicit operator bool() const noexcept { return state_ != nullptr; }
   std::uint64_t id() const noexcept;
   // The stream's configuration as the engine runs it: the one given to open_stream with what the
   // engine decided filled in (VadOptions::model_rate_hz; max_speech_s capped at the stt stage's
@@ -129,9 +129,9 @@ class Stream {
 
  private:
   friend class Engine;
-  Stream(Engine* engine, std::shared_ptr<engine::StreamSlot> slot);
+  Stream(Engine* engine, std::shared_ptr<engine::StreamState> state);
   Engine* engine_ = nullptr;
-  std::shared_ptr<engine::StreamSlot> slot_;
+  std::shared_ptr<engine::StreamState> state_;
 };
 
 class Engine {

@@ -30,6 +30,17 @@ enum class EventType : std::uint8_t {
                      // start_s, end_s: where it lies in the utterance's audio
   kTtsEnd,           // the utterance is done: all its audio was delivered (end_s: its length)
   kTtsCancelled,     // the utterance was stopped by Speech::cancel() (end_s: the audio delivered)
+  // A call (call.h): the caller's confirmed speech stopped the call's speech (barge-in). start_s: where
+  // that speech started, end_s: where it was confirmed (seconds of the caller's audio);
+  // speech.utterance_id: the utterance being heard then (0: none had been heard yet). Every
+  // utterance spoken so far stops: those not finished end with kTtsInterrupted.
+  kBargeIn,
+  kTtsInterrupted,   // the utterance was stopped by a barge-in (end_s: the audio delivered)
+  // Speech::mark(): every utterance spoken before the mark has been delivered (or stopped).
+  // speech.utterance_id: the mark's id; end_s: when its playback reaches it, by a clock that plays
+  // the delivered audio in real time (std::chrono::steady_clock, in seconds since its epoch). A
+  // Call holds the event until then (CallConfig::playout_lead_ms).
+  kTtsMark,
 };
 
 std::string_view to_string(EventType type) noexcept;
@@ -44,7 +55,8 @@ enum class PayloadStatus : std::uint8_t {
                // EngineStats::payloads_dropped
 };
 
-// Where a text-to-speech event belongs: the utterance (Speech::speak's id) and its sentence.
+// Where a text-to-speech event belongs: the utterance (Speech::speak's or Speech::mark's id) and its
+// sentence.
 // Trivial (no initialisers): it shares its 8 bytes with Event::frame_index.
 struct SpeechPosition {
   std::uint32_t utterance_id;

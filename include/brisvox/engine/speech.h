@@ -16,9 +16,9 @@
 //   }
 //   speech.cancel();   // barge-in: stops within one sentence; kTtsCancelled for each utterance
 //
-// How it runs. A session is a job of its voice's pool (src/engine/stages/tts_stage.h), pinned to
-// one worker (one PiperTts each: its own ONNX Runtime session and espeak-ng children) when it is
-// opened. Utterances of one session are spoken one after another, in the order of speak(). A job
+// How it runs. A session is a job of its voice's pool (src/engine/speech/speech_pool.h), pinned to
+// one worker (one synthesizer each: Piper's has its own ONNX Runtime session handle and espeak-ng
+// children) when it is opened. Utterances of one session are spoken one after another, in the order of speak(). A job
 // takes one sentence per step: the first step phonemizes the whole utterance (espeak-ng) and runs
 // the first sentence; after each step the job is queued again behind the other sessions of that
 // worker, so concurrent utterances interleave sentence by sentence and each gets its first audio
@@ -38,7 +38,9 @@
 //   kError         the utterance failed (error_code; last_error() says why): espeak-ng died, a
 //                  sentence is longer than one model run takes, the run failed or passed
 //                  EngineConfig::run_timeout_ms. The session goes on with its next utterance.
-// Every utterance ends with exactly one of kTtsEnd, kTtsCancelled, kError.
+//   kTtsMark       a mark (mark()) was reached: speech.utterance_id is its id
+// Every utterance ends with exactly one of kTtsEnd, kTtsCancelled, kTtsInterrupted (a call's
+// barge-in, call.h), kError.
 //
 // Threads. speak(), cancel() and close() on a controlling thread (speak and cancel may also be
 // called from different threads: they lock); poll(), read_payload(), read_audio_payload() and
@@ -67,13 +69,13 @@ namespace brisvox {
 
 class Engine;
 namespace engine {
-struct SpeechSlot;
+struct SpeechState;
 }
 
 struct SpeechConfig {
-  std::string model = "tts";  // a kPiperTts entry of EngineConfig::models
-  // Rate of the audio: 0 (the voice's, 22050 Hz for most Piper voices), 8000, 16000, 24000 or
-  // 48000 (resampled per sentence with libsoxr).
+  std::string model = "tts";  // a text-to-speech entry of EngineConfig::models (a voice)
+  // Rate of the audio: 0 (the voice's own), 8000, 16000, 24000 or 48000 (resampled per sentence
+  // with libsoxr).
   int sample_rate_hz = 0;
   // The voice's own settings for this session, by the names its family gives them (Piper:
   // "noise_scale", "length_scale" (> 1 speaks slower), "noise_w_scale", "speaker_id";
@@ -82,11 +84,11 @@ struct SpeechConfig {
   // (Error(kInvalidArgument) naming it). Piper: noise_scale 0 and noise_w_scale 0 make the audio
   // deterministic.
   std::map<std::string, double, std::less<>> voice_options;
-  float volume = 1.0f;                // after Piper's peak normalisation; 0 to 10
+  float volume = 1.0f;                // after the voice's peak normalisation; 0 to 10
   // The first sentence of each utterance comes as two chunks: its first clause (up to the first
-  // ',', ';' or ':'), synthesised alone, then the rest (PiperRequest::fast_start). The first
-  // audio then costs one clause's model run instead of one sentence's; sentence_index and
-  // sentence_count count chunks. false: every chunk a whole sentence, Piper's audio exactly.
+  // ',', ';' or ':'), synthesised alone, then the rest. The first audio then costs one clause's
+  // model run instead of one sentence's; sentence_index and sentence_count count chunks. false:
+  // every chunk a whole sentence, the voice's own audio exactly.
   bool fast_start = true;
   // Bytes of audio the session holds for its reader: synthesis waits while they are full. A
   // sentence's audio comes in pieces of at most half of it. 0: 512 KiB (about 6 s at 22050 Hz).
@@ -108,7 +110,7 @@ class Speech {
   Speech& operator=(Speech&&) noexcept;
   ~Speech();
 
-  explicit operator bool() const noexcept { return slot_ != nullptr; }
+  explicit operator bool() const noexcept { return state_ != nullptr; }
   std::uint64_t id() const noexcept;
   int sample_rate_hz() const noexcept;  // of every kTtsAudio payload
   std::size_t max_text_bytes() const noexcept;  // what speak() takes at most (UTF-8 bytes)
@@ -126,6 +128,12 @@ class Speech {
   // delivered stays readable: skip kTtsAudio events whose utterance_id <= the returned id. Returns
   // the last utterance id cancelled (0 when nothing was spoken). Never waits.
   std::uint32_t cancel();
+  // A mark in the queue of what is spoken: once every utterance spoken before it has been
+  // delivered (or stopped), a kTtsMark event with its id (end_s: when playback reaches it, by a
+  // clock that plays the delivered audio in real time). A stop (cancel) reaches the marks queued
+  // before it at once. Returns its id (from the utterances' sequence). Error(kOverloaded) and
+  // Error(kClosed) as speak(). Never waits.
+  std::uint32_t mark();
 
   // Moves up to out.size() pending events into `out`; returns how many. Never blocks.
   std::size_t poll(std::span<Event> out);
@@ -149,8 +157,9 @@ class Speech {
 
  private:
   friend class Engine;
-  explicit Speech(std::shared_ptr<engine::SpeechSlot> slot);
-  std::shared_ptr<engine::SpeechSlot> slot_;
+  friend class Call;
+  explicit Speech(std::shared_ptr<engine::SpeechState> state);
+  std::shared_ptr<engine::SpeechState> state_;
 };
 
 }  // namespace brisvox

@@ -87,7 +87,10 @@ bool drain_events(Lane& job) {
         case EventType::kOverload: break;  // only what fits is pushed: no refusals
         case EventType::kTtsAudio:
         case EventType::kTtsEnd:
-        case EventType::kTtsCancelled: break;  // speech sessions' events: never on a stream
+        case EventType::kTtsCancelled:
+        case EventType::kTtsInterrupted:
+        case EventType::kTtsMark:
+        case EventType::kBargeIn: break;  // speech sessions' and calls' events: never on a stream
       }
     }
   }

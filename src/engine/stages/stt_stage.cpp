@@ -7,8 +7,8 @@
 
 #include "base/log.h"
 #include "brisvox/error.h"
-#include "engine/stages/vad_stage.h"
-#include "engine/stream/stream_slot.h"
+#include "engine/stream/stream_state.h"
+#include "engine/stream/vad_pool.h"
 
 namespace brisvox::engine {
 namespace {
@@ -49,9 +49,13 @@ int stt_num_keys(int full_frames) noexcept {
   return 2 + (full_frames - fit_min_frames(full_frames) + granularity - 1) / granularity;
 }
 
-SttStreamState::SttStreamState(const SttOptions& s, SttPool& stt_pool)
-    : pool(&stt_pool), stage(s), search(stt_pool.model().config(), s.decode) {
-  done.reserve(stt_pool.capacity());
+SttStage::SttStage(const SttOptions& options, SttPool& stt_pool)
+    : pool_(&stt_pool), options_(options), search_(stt_pool.model().config(), options.decode) {
+  done_.reserve(stt_pool.capacity());
+}
+
+std::size_t SttStage::history_samples(int model_rate_hz, int chunk_samples, const VadOptions& vad) const {
+  return segment_history_samples(vad, kSttMaxSegmentS, model_rate_hz, chunk_samples);
 }
 
 // --- the pool's side ---------------------------------------------------------------------------
@@ -175,14 +179,14 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     return false;
   }
   if (r.key != decode_key_) {  // encoded: decode from the next step on
-    r.sequence.emplace(r.stream->stt->search);
+    r.sequence.emplace(r.stage->search());
     r.key = decode_key_;
     return true;
   }
   WhisperSequence& seq = *r.sequence;
   seq.consume(decoder_.logits(r.slot));
   if (!seq.done()) return true;
-  if (seq.hit_token_limit() && r.window_frames < full_frames_ && r.stream->stt->stage.fit_fallback) {
+  if (seq.hit_token_limit() && r.window_frames < full_frames_ && r.stage->options().fit_fallback) {
     // Whisper repeated itself in the cut window: the full window, from the encoder on.
     decoder_.release(r.slot);
     r.slot = -1;
@@ -208,22 +212,24 @@ void SttAdapter::finish(SttRequest& r) {
   r.slot = -1;
   r.sequence.reset();
   load_.fetch_sub(1, std::memory_order_relaxed);
-  StreamSlot& s = *r.stream;
-  SttStreamState& t = *s.stt;
-  bool closed;
-  {
-    std::lock_guard lock(t.mu);
-    closed = t.closed;
-    if (!closed) t.done.push_back(&r);
-  }
-  if (closed) {
+  StreamState& s = *r.stream;
+  if (!r.stage->deliver(r)) {
     // Nobody will read it: the slot goes straight back (the stream stays alive until then).
-    t.in_flight.fetch_sub(1, std::memory_order_acq_rel);
     pool_->release(&r);
     return;
   }
   // Its VAD worker alone writes the stream's events; the request keeps the stream alive.
   s.vad_pool->schedule(&s);
+}
+
+bool SttStage::deliver(SttRequest& r) {
+  std::lock_guard lock(mu_);
+  if (closed_) {
+    in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  done_.push_back(&r);
+  return true;
 }
 
 SttPool::SttPool(const ModelSpec& spec)
@@ -243,7 +249,7 @@ void SttPool::stop() {
   pool_.stop();
 }
 
-bool SttPool::submit(StreamSlot& stream, std::uint64_t seq, double start_s, double end_s,
+bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, double start_s, double end_s,
                      const AudioHistory::Range& audio) {
   SttRequest* r = slots_->acquire();
   if (r == nullptr) {
@@ -257,6 +263,7 @@ bool SttPool::submit(StreamSlot& stream, std::uint64_t seq, double start_s, doub
   std::copy_n(audio.second.begin(), n - n_first, r->audio.begin() + static_cast<std::ptrdiff_t>(n_first));
   r->num_samples = n;
   r->stream = stream.shared_from_this();
+  r->stage = &stage;
   r->seq = seq;
   r->start_s = start_s;
   r->end_s = end_s;
@@ -264,11 +271,11 @@ bool SttPool::submit(StreamSlot& stream, std::uint64_t seq, double start_s, doub
   r->failed = false;
   r->error.clear();
   r->transcript = Transcript{};
-  const SttOptions& stage = stream.stt->stage;
+  const SttOptions& options = stage.options();
   const int full = model_->config().dims.full_frames();
   const std::size_t samples16k = n * static_cast<std::size_t>(WhisperFeatures::kSampleRateHz) /
                                  static_cast<std::size_t>(stream.model_rate_hz);
-  r->window_frames = stage.window == WhisperWindow::kFull
+  r->window_frames = options.window == WhisperWindow::kFull
                          ? full
                          : WhisperFeatures::fit_frames(WhisperFeatures::content_frames(samples16k),
                                                        WhisperFeatures::kDefaultFitGranularityFrames,
@@ -277,15 +284,15 @@ bool SttPool::submit(StreamSlot& stream, std::uint64_t seq, double start_s, doub
   SttAdapter& adapter = pool_.adapter(r->worker);
   r->key = adapter.key_of_window(r->window_frames);
   adapter.add_load();
-  stream.stt->in_flight.fetch_add(1, std::memory_order_acq_rel);
   pool_.schedule(r);
   return true;
 }
 
 void SttPool::release(SttRequest* r) {
   r->stream.reset();
+  r->stage = nullptr;
   slots_->release(r);
-  std::shared_ptr<StreamSlot> waiter;
+  std::shared_ptr<StreamState> waiter;
   {
     std::lock_guard lock(waiting_mu_);
     if (!waiting_.empty()) {
@@ -298,27 +305,29 @@ void SttPool::release(SttRequest* r) {
 
 // --- the stream's side, on its VAD worker --------------------------------------------------------
 
-namespace {
-
-bool try_submit(StreamSlot& s, std::int64_t start_sample, std::int64_t end_sample) {
-  SttStreamState& t = *s.stt;
+bool SttStage::try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample) {
   const auto max_samples = static_cast<std::int64_t>(kSttMaxSegmentS * s.model_rate_hz);
   const AudioHistory::Range audio = s.history->range(std::max(start_sample, end_sample - max_samples), end_sample);
-  if (!t.pool->submit(s, t.next_seq, s.seconds(start_sample), s.seconds(end_sample), audio)) return false;
-  ++t.next_seq;
+  // Counted before the request can come back (its worker may finish it before submit returns).
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  if (!pool_->submit(s, *this, next_seq_, s.seconds(start_sample), s.seconds(end_sample), audio)) {
+    in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  ++next_seq_;
   return true;
 }
 
-void emit(StreamSlot& s, SttRequest& r) {
+void SttStage::emit(StreamState& s, SttRequest& r) {
   if (r.failed) {
-    s.set_error(fmt::format("the transcript of the segment {:.3f}-{:.3f} s of stream {} failed: {}", r.start_s,
-                            r.end_s, s.id, r.error));
+    s.output.set_error(fmt::format("the transcript of the segment {:.3f}-{:.3f} s of stream {} failed: {}", r.start_s,
+                                   r.end_s, s.id, r.error));
     Event ev;
     ev.type = EventType::kError;
     ev.error_code = r.error_code;
     ev.start_s = r.start_s;
     ev.end_s = r.end_s;
-    s.emit(ev);
+    s.output.emit(ev);
     return;
   }
   const Transcript& t = r.transcript;
@@ -329,57 +338,53 @@ void emit(StreamSlot& s, SttRequest& r) {
   ev.start_s = r.start_s;
   ev.end_s = r.end_s;
   ev.probability = t.no_speech_prob;
-  s.emit_with_payload(ev, std::as_bytes(std::span(&h, 1)), std::as_bytes(std::span(t.text.data(), t.text.size())),
-                      false);
+  s.output.emit_with_payload(ev, std::as_bytes(std::span(&h, 1)),
+                             std::as_bytes(std::span(t.text.data(), t.text.size())), false);
 }
 
-}  // namespace
+void SttStage::release(SttRequest& r) {
+  in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+  pool_->release(&r);
+}
 
-void stt_segment(StreamSlot& s, std::int64_t start_sample, std::int64_t end_sample) {
-  SttStreamState& t = *s.stt;
-  if (t.deferred || !try_submit(s, start_sample, end_sample)) {
+void SttStage::on_segment(StreamState& s, const SegmentEvent& e) {
+  if (e.kind != SegmentEvent::Kind::kSpeechEnd) return;
+  if (deferred_ || !try_submit(s, e.start_sample, e.end_sample)) {
     // Only one segment can wait: the stream holds its frames until it is submitted.
-    t.deferred = true;
-    t.deferred_start = start_sample;
-    t.deferred_end = end_sample;
+    deferred_ = true;
+    deferred_start_ = e.start_sample;
+    deferred_end_ = e.end_sample;
   }
 }
 
-bool stt_mailbox(StreamSlot& s) {
-  SttStreamState& t = *s.stt;
+void SttStage::collect(StreamState& s) {
   while (true) {
     SttRequest* next = nullptr;
     {
-      std::lock_guard lock(t.mu);
-      const auto it = std::find_if(t.done.begin(), t.done.end(), [&](SttRequest* r) { return r->seq == t.next_emit; });
-      if (it != t.done.end()) {
+      std::lock_guard lock(mu_);
+      const auto it = std::find_if(done_.begin(), done_.end(), [&](SttRequest* r) { return r->seq == next_emit_; });
+      if (it != done_.end()) {
         next = *it;
-        *it = t.done.back();
-        t.done.pop_back();
+        *it = done_.back();
+        done_.pop_back();
       }
     }
     if (next == nullptr) break;
     emit(s, *next);
-    ++t.next_emit;
-    t.in_flight.fetch_sub(1, std::memory_order_acq_rel);
-    t.pool->release(next);
+    ++next_emit_;
+    release(*next);
   }
-  if (t.deferred && try_submit(s, t.deferred_start, t.deferred_end)) t.deferred = false;
-  return t.deferred;
+  if (deferred_ && try_submit(s, deferred_start_, deferred_end_)) deferred_ = false;
 }
 
-void stt_close(StreamSlot& s) {
-  SttStreamState& t = *s.stt;
+void SttStage::close(StreamState& /*s*/) {
   std::vector<SttRequest*> done;
   {
-    std::lock_guard lock(t.mu);
-    t.closed = true;
-    done.swap(t.done);
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    done.swap(done_);
   }
-  for (SttRequest* r : done) {
-    t.in_flight.fetch_sub(1, std::memory_order_acq_rel);
-    t.pool->release(r);
-  }
+  for (SttRequest* r : done) release(*r);
 }
 
 }  // namespace brisvox::engine

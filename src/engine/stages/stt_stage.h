@@ -41,10 +41,11 @@
 #include "engine/pool/batch_pool.h"
 #include "engine/pool/request_slots.h"
 #include "engine/stream/audio_history.h"
+#include "engine/stream/stage.h"
 
 namespace brisvox::engine {
 
-struct StreamSlot;
+struct StreamState;
 class SttPool;
 struct SttRequest;
 
@@ -58,31 +59,60 @@ inline constexpr double kSttMaxSegmentS = 30.0;
 int stt_num_keys(int full_frames) noexcept;
 
 // The stt stage of one stream.
-struct SttStreamState {
-  SttStreamState(const SttOptions& stage, SttPool& stt_pool);
+class SttStage final : public Stage {
+ public:
+  // Error(kInvalidArgument) for decoding options the model refuses.
+  SttStage(const SttOptions& options, SttPool& stt_pool);
 
-  SttPool* const pool;
-  const SttOptions stage;
-  const WhisperGreedySearch search;  // the stream's decoding options, shared by its requests
-  // VAD worker only.
-  std::uint64_t next_seq = 0;        // number of the next segment submitted
-  std::uint64_t next_emit = 0;       // number of the next transcript to emit (they come in order)
-  bool deferred = false;             // a segment waits for a free request slot
-  std::int64_t deferred_start = 0;   // its span, model-rate samples
-  std::int64_t deferred_end = 0;
-  std::atomic<int> in_flight{0};     // requests submitted and not yet emitted
-  // Mailbox: requests whose result is ready (their worker), taken by the VAD worker.
-  std::mutex mu;
-  std::vector<SttRequest*> done;  // capacity: the pool's request slots (mu)
-  bool closed = false;            // the stream was retired: results go straight back (mu)
-
+  // The longest segment's audio, with the segmenter's look-ahead.
+  std::size_t history_samples(int model_rate_hz, int chunk_samples, const VadOptions& vad) const override;
+  // Transcripts: a header and the text, a few hundred bytes each; room for a few dozen.
+  std::size_t payload_bytes() const override { return 16 * 1024; }
+  // Transcripts ready in the mailbox become events, in segment order; a deferred segment is
+  // submitted when it can be.
+  void collect(StreamState& s) override;
+  // A speech segment ended: its transcription is submitted (or deferred, holding the stream).
+  void on_segment(StreamState& s, const SegmentEvent& e) override;
+  // The stream is being retired: what its requests still hold goes back to the pool.
+  void close(StreamState& s) override;
+  // A segment waits for a request slot: the stream holds its frames (the history must keep the
+  // segment's audio), and its end waits before the VAD's last segments (only one may wait).
+  bool holds_frames() const override { return deferred_; }
+  bool defers_end() const override { return deferred_; }
   // A transcript is pending or a segment waits: the stream's end must wait for them.
-  bool busy() const noexcept { return deferred || in_flight.load(std::memory_order_acquire) > 0; }
+  bool busy() const override { return deferred_ || in_flight_.load(std::memory_order_acquire) > 0; }
+
+  const SttOptions& options() const noexcept { return options_; }
+  const WhisperGreedySearch& search() const noexcept { return search_; }
+  // The stt worker's side (SttAdapter): a request's result is ready. False when the stream was
+  // retired meanwhile (nobody reads it: the caller gives the slot back).
+  bool deliver(SttRequest& r);
+
+ private:
+  bool try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample);
+  void emit(StreamState& s, SttRequest& r);
+  void release(SttRequest& r);  // the request's transcript is out: its slot back
+
+  SttPool* const pool_;
+  const SttOptions options_;
+  const WhisperGreedySearch search_;  // the stream's decoding options, shared by its requests
+  // VAD worker only.
+  std::uint64_t next_seq_ = 0;        // number of the next segment submitted
+  std::uint64_t next_emit_ = 0;       // number of the next transcript to emit (they come in order)
+  bool deferred_ = false;             // a segment waits for a free request slot
+  std::int64_t deferred_start_ = 0;   // its span, model-rate samples
+  std::int64_t deferred_end_ = 0;
+  std::atomic<int> in_flight_{0};     // requests submitted and not yet emitted
+  // Mailbox: requests whose result is ready (their worker), taken by the VAD worker.
+  std::mutex mu_;
+  std::vector<SttRequest*> done_;  // capacity: the pool's request slots (mu_)
+  bool closed_ = false;            // the stream was retired: results go straight back (mu_)
 };
 
 // One segment to transcribe, in a slot of the stt pool.
 struct SttRequest : PoolJob {
-  std::shared_ptr<StreamSlot> stream;  // held until its transcript is emitted
+  std::shared_ptr<StreamState> stream;  // held until its transcript is emitted
+  SttStage* stage = nullptr;            // the stream's, kept alive by `stream`
   std::uint64_t seq = 0;               // the stream's segment number
   double start_s = 0;                  // the segment, in stream seconds
   double end_s = 0;
@@ -158,9 +188,9 @@ class SttPool final : public ModelPool {
   int max_positions() const noexcept { return max_positions_; }
 
   // VAD worker: queues the transcription of `audio` (model-rate samples of the segment
-  // [start_s, end_s)) for `stream`. False when every request slot is in use: the stream is then
-  // woken when one is free (schedule on its VAD pool) and must hold its frames until then.
-  bool submit(StreamSlot& stream, std::uint64_t seq, double start_s, double end_s,
+  // [start_s, end_s)) for `stage` of `stream`. False when every request slot is in use: the stream
+  // is then woken when one is free (schedule on its VAD pool) and must hold its frames until then.
+  bool submit(StreamState& stream, SttStage& stage, std::uint64_t seq, double start_s, double end_s,
               const AudioHistory::Range& audio);
   // The stream's VAD worker, after it emitted the request's transcript: the slot back, and a
   // waiting stream woken.
@@ -181,21 +211,11 @@ class SttPool final : public ModelPool {
   std::unique_ptr<RequestSlots<SttRequest>> slots_;
   int max_positions_ = 0;
   std::mutex waiting_mu_;
-  std::deque<std::shared_ptr<StreamSlot>> waiting_;  // streams holding a segment for a slot
+  std::deque<std::shared_ptr<StreamState>> waiting_;  // streams holding a segment for a slot
   BatchPool<SttAdapter> pool_;
 };
 
 // A kTranscript payload (a 16-byte header, then the text) back into a Transcript.
 Transcript decode_transcript(std::span<const std::byte> payload);
-
-// --- the stage's part of a stream, on its VAD worker ----------------------------------------
-
-// A speech segment ended: its transcription is submitted (or deferred, holding the stream).
-void stt_segment(StreamSlot& s, std::int64_t start_sample, std::int64_t end_sample);
-// Transcripts ready in the mailbox become events, in segment order; a deferred segment is
-// submitted when it can be. True when the stream must hold its frames (a segment still waits).
-bool stt_mailbox(StreamSlot& s);
-// The stream is being retired: what its requests still hold goes back to the pool.
-void stt_close(StreamSlot& s);
 
 }  // namespace brisvox::engine

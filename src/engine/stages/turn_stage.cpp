@@ -6,13 +6,13 @@
 
 #include "base/log.h"
 #include "brisvox/error.h"
-#include "engine/stages/vad_stage.h"
-#include "engine/stream/stream_slot.h"
+#include "engine/stream/stream_state.h"
+#include "engine/stream/vad_pool.h"
 
 namespace brisvox::engine {
 
-TurnStreamState::TurnStreamState(int model_rate_hz, int frame_samples, const TurnOptions& stage, TurnPool& turn_pool)
-    : pool(&turn_pool), wait_for_verdict(stage.wait_for_verdict), detector(model_rate_hz, frame_samples, stage.params) {}
+TurnStage::TurnStage(int model_rate_hz, int frame_samples, const TurnOptions& options, TurnPool& turn_pool)
+    : pool_(&turn_pool), wait_for_verdict_(options.wait_for_verdict), detector_(model_rate_hz, frame_samples, options.params) {}
 
 // --- the pool's side ---------------------------------------------------------------------------
 
@@ -78,20 +78,24 @@ bool TurnAdapter::complete(TurnRequest& r, const Completion& c) {
 }
 
 void TurnAdapter::deliver(TurnRequest& r, float probability, bool failed, bool timed_out) {
-  StreamSlot& s = *r.stream;
-  TurnStreamState& t = *s.turn;
-  t.verdict_probability = probability;
-  t.verdict_failed = failed;
-  t.verdict_timed_out = timed_out;
-  t.verdict_id.store(r.request_id, std::memory_order_release);
-  t.in_flight.store(false, std::memory_order_release);
+  StreamState& s = *r.stream;
+  r.stage->deliver(probability, failed, timed_out, r.request_id);
   // Wake the stream's VAD worker, which alone turns the verdict into events. The stream cannot be
   // freed under us: this request holds a reference until it is released below, and a VAD worker
   // frees a retired stream only once it is neither queued nor referenced.
   s.vad_pool->schedule(&s);
   r.stream.reset();  // may free the stream: after the last use of `s`
+  r.stage = nullptr;
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   slots_->release(&r);
+}
+
+void TurnStage::deliver(float probability, bool failed, bool timed_out, std::uint64_t request_id) {
+  verdict_probability_ = probability;
+  verdict_failed_ = failed;
+  verdict_timed_out_ = timed_out;
+  verdict_id_.store(request_id, std::memory_order_release);
+  in_flight_.store(false, std::memory_order_release);
 }
 
 TurnPool::TurnPool(const ModelSpec& spec)
@@ -112,7 +116,7 @@ ModelStats TurnPool::stats() const {
   return st;
 }
 
-bool TurnPool::submit(StreamSlot& stream, std::uint64_t request_id, const AudioHistory::Range& audio) {
+bool TurnPool::submit(StreamState& stream, TurnStage& stage, std::uint64_t request_id, const AudioHistory::Range& audio) {
   TurnRequest* r = slots_->acquire();
   if (r == nullptr) return false;
   const std::size_t capacity = r->audio.size();
@@ -128,6 +132,7 @@ bool TurnPool::submit(StreamSlot& stream, std::uint64_t request_id, const AudioH
             r->audio.begin() + static_cast<std::ptrdiff_t>(copied_first));
   r->num_samples = copied_first + (audio.second.size() - skip);
   r->stream = stream.shared_from_this();
+  r->stage = &stage;
   r->request_id = request_id;
   r->sample_rate_hz = stream.model_rate_hz;
   r->worker = pool_.least_loaded_worker();
@@ -138,36 +143,31 @@ bool TurnPool::submit(StreamSlot& stream, std::uint64_t request_id, const AudioH
 
 // --- the stream's side, on its VAD worker --------------------------------------------------------
 
-namespace {
-
-void turn_submit(StreamSlot& s, const TurnAction& action) {
-  TurnStreamState& t = *s.turn;
+void TurnStage::submit(StreamState& s, const TurnAction& action) {
   // A cancelled request may still be with the pool (its buffer in use): wait for it.
-  if (t.in_flight.load(std::memory_order_acquire)) {
-    t.deferred = true;
-    t.deferred_action = action;
+  if (in_flight_.load(std::memory_order_acquire)) {
+    deferred_ = true;
+    deferred_action_ = action;
     return;
   }
   const std::int64_t window = std::int64_t{8} * s.model_rate_hz;
   const std::int64_t end = std::min(action.end_sample, s.history->written());
   const AudioHistory::Range audio = s.history->range(std::max(action.start_sample, end - window), end);
-  t.in_flight.store(true, std::memory_order_release);
-  if (!t.pool->submit(s, action.request_id, audio)) {
-    t.in_flight.store(false, std::memory_order_release);
-    t.deferred = true;  // every request slot is busy: retried on the next round
-    t.deferred_action = action;
+  in_flight_.store(true, std::memory_order_release);
+  if (!pool_->submit(s, *this, action.request_id, audio)) {
+    in_flight_.store(false, std::memory_order_release);
+    deferred_ = true;  // every request slot is busy: retried on the next round
+    deferred_action_ = action;
     s.vad_pool->schedule(&s);
   }
 }
 
-// `since_ns`: when the input that led to these actions was ready (an analysis is timed from it).
-void turn_actions(StreamSlot& s, const TurnActions& actions, std::int64_t since_ns) {
-  TurnStreamState& t = *s.turn;
+void TurnStage::act(StreamState& s, const TurnActions& actions, std::int64_t since_ns) {
   for (const TurnAction& a : actions) {
     if (a.kind == TurnAction::Kind::kAnalyze) {
-      t.timed_request_id = a.request_id;
-      t.timed_since_ns = since_ns;
-      turn_submit(s, a);
+      timed_request_id_ = a.request_id;
+      timed_since_ns_ = since_ns;
+      submit(s, a);
       continue;
     }
     Event ev;
@@ -176,58 +176,54 @@ void turn_actions(StreamSlot& s, const TurnActions& actions, std::int64_t since_
     ev.start_s = s.seconds(a.start_sample);
     ev.end_s = s.seconds(a.end_sample);
     ev.probability = a.probability;
-    s.emit(ev);
+    s.output.emit(ev);
   }
 }
 
-}  // namespace
-
-void turn_frame(StreamSlot& s, float probability, std::int64_t frame_ready_ns) {
-  turn_actions(s, s.turn->detector.push(probability), frame_ready_ns);
+void TurnStage::on_frame(StreamState& s, float probability, std::int64_t frame_ready_ns) {
+  act(s, detector_.push(probability), frame_ready_ns);
 }
 
-void turn_mailbox(StreamSlot& s) {
-  TurnStreamState& t = *s.turn;
-  const int run_timeout_ms = t.pool->spec().run_timeout_ms;
-  const std::uint64_t id = t.verdict_id.exchange(0, std::memory_order_acquire);
+void TurnStage::collect(StreamState& s) {
+  const int run_timeout_ms = pool_->spec().run_timeout_ms;
+  const std::uint64_t id = verdict_id_.exchange(0, std::memory_order_acquire);
   if (id != 0) {
-    float probability = t.verdict_probability;
-    if (t.verdict_failed) {
-      s.set_error(t.verdict_timed_out
-                      ? fmt::format("end-of-turn analysis {} of stream {} took longer than run_timeout_ms ({} ms) and "
-                                    "was cancelled; the turn goes on (raise the turn model's run_timeout_ms if this repeats)",
-                                    id, s.id, run_timeout_ms)
-                      : fmt::format("end-of-turn analysis {} of stream {} failed (see the log); the turn goes on", id,
-                                    s.id));
+    float probability = verdict_probability_;
+    if (verdict_failed_) {
+      s.output.set_error(
+          verdict_timed_out_
+              ? fmt::format("end-of-turn analysis {} of stream {} took longer than run_timeout_ms ({} ms) and was "
+                            "cancelled; the turn goes on (raise the turn model's run_timeout_ms if this repeats)",
+                            id, s.id, run_timeout_ms)
+              : fmt::format("end-of-turn analysis {} of stream {} failed (see the log); the turn goes on", id, s.id));
       Event ev;
       ev.type = EventType::kError;
-      ev.error_code = t.verdict_timed_out ? ErrorCode::kInferenceTimeout : ErrorCode::kRuntime;
-      s.emit(ev);
+      ev.error_code = verdict_timed_out_ ? ErrorCode::kInferenceTimeout : ErrorCode::kRuntime;
+      s.output.emit(ev);
       probability = 0.0f;  // as incomplete: the next pause or the timeout ends the turn
     }
     const std::int64_t now = now_ns();
-    const TurnActions actions = t.detector.verdict(id, probability);
+    const TurnActions actions = detector_.verdict(id, probability);
     // Timed only when the verdict decided a turn event (a stale one, its speech resumed, did not).
     const bool decided = std::any_of(actions.begin(), actions.end(), [](const TurnAction& a) {
       return a.kind == TurnAction::Kind::kTurnEnd || a.kind == TurnAction::Kind::kTurnIncomplete;
     });
-    if (decided && id == t.timed_request_id) {
-      t.pool->record_turn_latency(static_cast<double>(now - t.timed_since_ns) / 1000.0);
+    if (decided && id == timed_request_id_) {
+      pool_->record_turn_latency(static_cast<double>(now - timed_since_ns_) / 1000.0);
     }
-    turn_actions(s, actions, now);
+    act(s, actions, now);
   }
-  if (t.deferred && !t.in_flight.load(std::memory_order_acquire)) {
-    t.deferred = false;
+  if (deferred_ && !in_flight_.load(std::memory_order_acquire)) {
+    deferred_ = false;
     // Only if the detector still waits for it (speech may have resumed meanwhile).
-    if (t.detector.pending_request() == t.deferred_action.request_id) turn_submit(s, t.deferred_action);
+    if (detector_.pending_request() == deferred_action_.request_id) submit(s, deferred_action_);
   }
 }
 
-void turn_flush(StreamSlot& s) {
-  TurnStreamState& t = *s.turn;
-  if (t.flush_started) return;
-  t.flush_started = true;
-  turn_actions(s, t.detector.flush(), now_ns());
+void TurnStage::on_end(StreamState& s) {
+  if (flush_started_) return;
+  flush_started_ = true;
+  act(s, detector_.flush(), now_ns());
 }
 
 }  // namespace brisvox::engine

@@ -1,7 +1,7 @@
 // The turn stage: end-of-turn detection (Smart Turn v3) after the VAD, on the batch pool as a
 // request model.
 //
-// Per stream (TurnStreamState), on its VAD worker: the Pipecat-semantics state machine
+// Per stream (TurnStage, a Stage of its pipeline), on its VAD worker: the Pipecat-semantics state machine
 // (TurnDetector) fed with every frame's probability, and the stream's audio history. When the
 // detector asks for an analysis, the VAD worker copies the turn's audio (at most 8 s, at the
 // stream's model rate) into one of a fixed number of request slots and submits it to the turn
@@ -28,48 +28,68 @@
 #include "engine/pool/batch_pool.h"
 #include "engine/pool/request_slots.h"
 #include "engine/stream/audio_history.h"
+#include "engine/stream/stage.h"
 
 namespace brisvox::engine {
 
-struct StreamSlot;
+struct StreamState;
 class TurnPool;
 
 // The turn stage of one stream.
-struct TurnStreamState {
-  TurnStreamState(int model_rate_hz, int frame_samples, const TurnOptions& stage, TurnPool& turn_pool);
+class TurnStage final : public Stage {
+ public:
+  TurnStage(int model_rate_hz, int frame_samples, const TurnOptions& options, TurnPool& turn_pool);
+
   // Audio the stream keeps for its analyses: 8 s analysed + pre-speech + slack for the time an
   // analysis waits: 9.5 s.
-  static std::size_t history_samples(int model_rate_hz) noexcept {
+  std::size_t history_samples(int model_rate_hz, int /*chunk_samples*/, const VadOptions& /*vad*/) const override {
     return static_cast<std::size_t>(model_rate_hz) * 19 / 2;
   }
+  // A verdict in the mailbox becomes events; a deferred analysis is submitted when it can be.
+  void collect(StreamState& s) override;
+  // The frame's probability (its audio is already in the stream's history): feeds the detector.
+  void on_frame(StreamState& s, float probability, std::int64_t frame_ready_ns) override;
+  // End of the stream: the detector's final actions (once).
+  void on_end(StreamState& s) override;
+  // Offline streams wait for their verdict before more audio is analysed.
+  bool holds_frames() const override { return wait_for_verdict_ && busy(); }
+  // A verdict is pending, in flight, or waits for a slot: the stream's end must wait for it.
+  bool busy() const override {
+    return detector_.verdict_pending() || in_flight_.load(std::memory_order_acquire) || deferred_;
+  }
+  // A request with the pool refers to the stream (its delivery schedules it again).
+  bool pins_stream() const override { return in_flight_.load(std::memory_order_acquire); }
 
-  TurnPool* const pool;
-  const bool wait_for_verdict;
-  TurnDetector detector;                 // VAD worker only
-  bool deferred = false;                 // an analysis waits for a free request slot (VAD worker)
-  TurnAction deferred_action;
-  bool flush_started = false;            // detector.flush() was called
+  // The turn pool's side (TurnAdapter::deliver): the verdict into the mailbox.
+  void deliver(float probability, bool failed, bool timed_out, std::uint64_t request_id);
+
+ private:
+  void submit(StreamState& s, const TurnAction& action);
+  // `since_ns`: when the input that led to these actions was ready (an analysis is timed from it).
+  void act(StreamState& s, const TurnActions& actions, std::int64_t since_ns);
+
+  TurnPool* const pool_;
+  const bool wait_for_verdict_;
+  TurnDetector detector_;                 // VAD worker only
+  bool deferred_ = false;                 // an analysis waits for a free request slot (VAD worker)
+  TurnAction deferred_action_;
+  bool flush_started_ = false;            // detector_.flush() was called
   // Mailbox from the turn worker: probability and failure first, then the id (release).
-  float verdict_probability = 0.0f;
-  bool verdict_failed = false;
-  bool verdict_timed_out = false;        // failed because the run passed EngineConfig::run_timeout_ms
-  std::atomic<std::uint64_t> verdict_id{0};
-  std::atomic<bool> in_flight{false};    // a request of this stream is with the turn pool
+  float verdict_probability_ = 0.0f;
+  bool verdict_failed_ = false;
+  bool verdict_timed_out_ = false;        // failed because the run passed EngineConfig::run_timeout_ms
+  std::atomic<std::uint64_t> verdict_id_{0};
+  std::atomic<bool> in_flight_{false};    // a request of this stream is with the turn pool
   // The latest analysis asked for and when its frame was ready (VAD worker): its verdict's turn
   // event is timed against it (TurnPool::record_turn_latency).
-  std::uint64_t timed_request_id = 0;
-  std::int64_t timed_since_ns = 0;
-
-  // A verdict is pending, in flight, or waits for a slot: the stream's end (and, offline, its
-  // next frames) must wait for it.
-  bool busy() const noexcept {
-    return detector.verdict_pending() || in_flight.load(std::memory_order_acquire) || deferred;
-  }
+  std::uint64_t timed_request_id_ = 0;
+  std::int64_t timed_since_ns_ = 0;
 };
 
 // One analysis, in a slot of the turn pool.
 struct TurnRequest : PoolJob {
-  std::shared_ptr<StreamSlot> stream;  // held until the verdict is delivered
+  std::shared_ptr<StreamState> stream;  // held until the verdict is delivered
+  TurnStage* stage = nullptr;           // the stream's, kept alive by `stream`
   std::uint64_t request_id = 0;
   int sample_rate_hz = 16000;
   std::vector<float> audio;  // kTurnWindowSamples
@@ -115,8 +135,8 @@ class TurnPool final : public ModelPool {
   explicit TurnPool(const ModelSpec& spec);
 
   // VAD worker: queues an analysis of `audio` (model-rate samples, the last 8 s are used) for
-  // `stream`. False when every request slot is in use (the caller retries later).
-  bool submit(StreamSlot& stream, std::uint64_t request_id, const AudioHistory::Range& audio);
+  // `stage` of `stream`. False when every request slot is in use (the caller retries later).
+  bool submit(StreamState& stream, TurnStage& stage, std::uint64_t request_id, const AudioHistory::Range& audio);
 
   void start() override { pool_.start(); }
   void stop() override {
@@ -135,15 +155,5 @@ class TurnPool final : public ModelPool {
   BatchPool<TurnAdapter> pool_;
   LatencyHistogram turn_latency_;
 };
-
-// --- the stage's part of a frame, on the stream's VAD worker ---------------------------------
-
-// The frame's probability (its audio is already in the stream's history): feeds the detector.
-// `frame_ready_ns`: when the frame's last sample arrived (an analysis it asks for is timed from it).
-void turn_frame(StreamSlot& s, float probability, std::int64_t frame_ready_ns);
-// A verdict in the mailbox becomes events; a deferred analysis is submitted when it can be.
-void turn_mailbox(StreamSlot& s);
-// End of the stream: the detector's final actions (once).
-void turn_flush(StreamSlot& s);
 
 }  // namespace brisvox::engine

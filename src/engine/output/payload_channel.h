@@ -1,5 +1,5 @@
-// A stream's bounded channel for variable-size results (a speech segment's audio; later transcript
-// text and synthesized audio), beside its fixed-size event ring: the stream's worker writes, its
+// A session's bounded channel for variable-size results (a speech segment's audio, a transcript's
+// text, synthesised audio), beside its fixed-size event ring: the session's worker writes, its
 // reader reads. Single producer, single consumer, preallocated, no allocation per payload.
 //
 // Records are [id u32][size u32][bytes] in one byte ring; a payload is written whole or not at all
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/stream/spsc_ring.h"
+#include "engine/sync/spsc_ring.h"
 
 namespace brisvox::engine {
 
@@ -35,6 +35,9 @@ class PayloadChannel {
   // removed and counted in `skipped` first. 0 when payload `id` is not there (already read, or
   // skipped, or never written), or when `out` is smaller than it (then it stays).
   std::size_t read(std::uint32_t id, std::span<std::byte> out, std::uint64_t& skipped) noexcept;
+  // Consumer: removes payload `id` unread (older ones are skipped first, counted in `skipped`);
+  // false when it is not there.
+  bool discard(std::uint32_t id, std::uint64_t& skipped) noexcept;
   // Consumer: the size of payload `id` if it is the next one waiting (after skipping older ones,
   // counted in `skipped`), else 0.
   std::size_t size_of(std::uint32_t id, std::uint64_t& skipped) noexcept;

@@ -1,4 +1,4 @@
-#include "engine/stages/vad_stage.h"
+#include "engine/stream/vad_pool.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,6 @@
 #include <cstring>
 
 #include "brisvox/error.h"
-#include "engine/stages/stt_stage.h"
-#include "engine/stages/turn_stage.h"
 #include "engine/stream/input_tally.h"
 
 namespace brisvox::engine {
@@ -31,34 +29,28 @@ VadAdapter::VadAdapter(SileroVad vad, int max_batch, int run_timeout_ms, EngineS
   retired_.reserve(64);
 }
 
-std::int64_t VadAdapter::prepare(StreamSlot& s, std::size_t row) {
+std::int64_t VadAdapter::prepare(StreamState& s, std::size_t row) {
   const std::int64_t ready_ns = stage_frame(s, row);
-  // A turn verdict or a transcript delivered through a mailbox, an overload report, the end of a
-  // flushed stream: events written here without a frame to run are announced now, not with the
-  // stream's next frame (up to a frame later, or never for a stream that has no more audio).
-  if (ready_ns == kNotStaged) s.notify_reader_if_emitted();
+  // A stage's result (a verdict, a transcript), an overload report, the end of a flushed stream:
+  // events written here without a frame to run are announced now, not with the stream's next
+  // frame (up to a frame later, or never for a stream that has no more audio).
+  if (ready_ns == kNotStaged) s.output.announce();
   return ready_ns;
 }
 
-std::int64_t VadAdapter::stage_frame(StreamSlot& s, std::size_t row) {
+std::int64_t VadAdapter::stage_frame(StreamState& s, std::size_t row) {
   if (s.retired.load(std::memory_order_relaxed)) return kNotStaged;
   if (s.close_requested.load(std::memory_order_acquire)) {
-    // A turn request in flight still refers to the stream: its delivery schedules it again.
-    // (Transcription requests hold the stream themselves and give their slots back on their own.)
-    if (!s.turn || !s.turn->in_flight.load(std::memory_order_acquire)) retire(s);
+    // A stage's request in flight still refers to the stream: its delivery schedules it again.
+    if (!s.stages_pin()) retire(s);
     return kNotStaged;
   }
-  bool hold = false;  // a later stage needs the stream's frames to wait
-  if (s.turn) {
-    turn_mailbox(s);
-    // Offline streams wait for their verdict before more audio is analysed; the verdict's
-    // delivery schedules the stream again.
-    hold |= s.turn->wait_for_verdict && s.turn->busy();
-  }
-  // A segment that waits for a transcription slot holds the stream: its audio must stay in the
-  // history. The slot's release wakes the stream.
-  if (s.stt) hold |= stt_mailbox(s);
-  if ((s.turn || s.stt) && s.segments_flushed && !s.finished) finish_stream(s);  // it waited for them
+  for (const auto& stage : s.stages) stage->collect(s);
+  // A stage may hold the stream's frames: offline streams wait for their turn verdict before more
+  // audio is analysed, and a segment that waits for a transcription slot keeps its audio in the
+  // history. Their results' delivery schedules the stream again.
+  const bool hold = s.stages_hold_frames();
+  if (!s.stages.empty() && s.segments_flushed && !s.finished) finish_stream(s);  // it waited for them
   if (hold && !s.finished) return kNotStaged;
   if (s.finished) return kNotStaged;
   // The flush flag first: it is set after the last samples were written, so once it is seen
@@ -109,7 +101,7 @@ std::string VadAdapter::describe_failure(const Error& e, bool timed_out, std::si
                      rows, run_timeout_ms_, elapsed_ns / 1'000'000);
 }
 
-bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
+bool VadAdapter::complete(StreamState& s, const Completion& c) {
   const std::size_t row = c.row;
   const bool ok = c.failure == nullptr;
   if (!ok) fail_frame(s, row, *c.failure);
@@ -123,82 +115,79 @@ bool VadAdapter::complete(StreamSlot& s, const Completion& c) {
     ev.frame_index = frame;
     ev.start_s = s.seconds(frame * s.chunk_samples);
     ev.end_s = s.seconds((frame + 1) * s.chunk_samples);
-    s.emit(ev);
+    s.output.emit(ev);
   }
   // The history first: a segment that ends with this frame, or an analysis it asks for, needs it.
   if (s.history) s.history->append(batch_chunks_[row], consumed_[row]);
   for (const SegmentEvent& e : s.segmenter.push(probs_[row])) segment_event(s, e);
-  if (s.turn) turn_frame(s, probs_[row], c.ready_ns);
+  for (const auto& stage : s.stages) stage->on_frame(s, probs_[row], c.ready_ns);
   overload_check(s, c.run_start_ns - c.ready_ns);
   if (final_[row]) finish_stream(s);
-  s.notify_reader();  // every frame, events or not: a reader waiting for buffer space learns of it
-  const bool hold = (s.turn && s.turn->wait_for_verdict && s.turn->busy()) || (s.stt && s.stt->deferred);
-  return !s.finished && !hold &&
+  s.output.notify();  // every frame, events or not: a reader waiting for buffer space learns of it
+  return !s.finished && !s.stages_hold_frames() &&
          (s.samples.size() >= static_cast<std::size_t>(s.chunk_samples) ||
           s.flush_requested.load(std::memory_order_acquire));
 }
 
-void VadAdapter::fail_frame(StreamSlot& s, std::size_t row, const RunFailure& failure) {
-  s.set_error(fmt::format("frame {} of stream {} was not analysed: {}", s.frames_done, s.id, failure.why));
+void VadAdapter::fail_frame(StreamState& s, std::size_t row, const RunFailure& failure) {
+  s.output.set_error(fmt::format("frame {} of stream {} was not analysed: {}", s.frames_done, s.id, failure.why));
   Event ev;
   ev.type = EventType::kError;
   ev.error_code = failure.code;
   ev.frame_index = s.frames_done;
   ev.start_s = s.seconds(s.frames_done * s.chunk_samples);
   ev.end_s = s.seconds(s.frames_done * s.chunk_samples + static_cast<std::int64_t>(consumed_[row]));
-  s.emit(ev);
+  s.output.emit(ev);
   // The segmenter needs a probability per frame to keep its sample clock: the frame counts as
   // silence, and the error event says so.
   probs_[row] = 0.0f;
 }
 
-void VadAdapter::segment_event(StreamSlot& s, const SegmentEvent& e) {
+void VadAdapter::segment_event(StreamState& s, const SegmentEvent& e) {
+  for (const auto& stage : s.stages) stage->on_segment(s, e);
   Event out;
   out.type = e.kind == SegmentEvent::Kind::kSpeechStart ? EventType::kSpeechStart : EventType::kSpeechEnd;
   out.start_s = s.seconds(e.start_sample);
   out.end_s = e.kind == SegmentEvent::Kind::kSpeechEnd ? s.seconds(e.end_sample) : 0.0;
-  if (out.type == EventType::kSpeechEnd && s.stt) stt_segment(s, e.start_sample, e.end_sample);
   if (out.type != EventType::kSpeechEnd || !s.config.vad.segment_audio) {
-    s.emit(out);
+    s.output.emit(out);
     return;
   }
   // At most the segment's last max_segment_audio_s (the history holds that, plus what the
   // segmenter looks ahead), so the payload always fits an empty channel.
   const std::int64_t begin = std::max(e.start_sample, e.end_sample - s.max_segment_samples);
   const AudioHistory::Range audio = s.history->range(begin, e.end_sample);
-  s.emit_with_payload(out, std::as_bytes(audio.first), std::as_bytes(audio.second), audio.begin > e.start_sample);
+  s.output.emit_with_payload(out, std::as_bytes(audio.first), std::as_bytes(audio.second), audio.begin > e.start_sample);
 }
 
-void VadAdapter::finish_stream(StreamSlot& s) {
+void VadAdapter::finish_stream(StreamState& s) {
   if (s.finished) return;
-  // A segment that waits for a transcription slot goes first: the flush may end another one, and
-  // only one may wait. Its submission wakes the stream, which comes back here.
-  if (s.stt && s.stt->deferred) return;
+  // A stage may need to go before the VAD's last segments (a segment waiting for a transcription
+  // slot: the flush may end another one, and only one may wait). Its progress wakes the stream,
+  // which comes back here.
+  if (s.stages_defer_end()) return;
   const auto total = static_cast<std::int64_t>(s.samples.written());
   if (!s.segments_flushed) {
     for (const SegmentEvent& e : s.segmenter.flush(total)) segment_event(s, e);
     s.segments_flushed = true;
   }
-  if (s.turn) {
-    turn_flush(s);
-    // The end of the stream waits for the last verdict; its delivery calls this again.
-    if (s.turn->busy()) return;
-  }
-  // ... and for its last transcripts.
-  if (s.stt && s.stt->busy()) return;
+  for (const auto& stage : s.stages) stage->on_end(s);
+  // The end of the stream waits for the stages' last results (a verdict, transcripts); their
+  // delivery calls this again.
+  if (s.stages_busy()) return;
   Event eos;
   eos.type = EventType::kEndOfStream;
   eos.end_s = s.seconds(total);
-  s.emit(eos);
+  s.output.emit(eos);
   s.finished = true;
   s.finished_flag.store(true, std::memory_order_release);
   // Announced by the caller (prepare() or complete()).
 }
 
-void VadAdapter::retire(StreamSlot& s) {
+void VadAdapter::retire(StreamState& s) {
   // Only this worker removes its streams, so the stream cannot leave the registry in between.
   if (!shared_.streams.contains(s)) return;
-  if (s.stt) stt_close(s);
+  for (const auto& stage : s.stages) stage->close(s);
   // The stream's last figures: its handle is gone (close_requested was seen with acquire), so
   // neither the producer nor the reader changes them any more.
   const InputTally t = tally_input(s.input_accepted, s.model_analysed, s.model_failed, s.config.sample_rate_hz,
@@ -206,15 +195,15 @@ void VadAdapter::retire(StreamSlot& s) {
   // Moved into the engine's totals in the same step as the stream leaves the registry: a reader of
   // Engine::stats() between the two saw the stream gone and its samples nowhere (a server's
   // ledger of received = processed + rejected came out unbalanced under TSan).
-  std::shared_ptr<StreamSlot> owner = shared_.streams.remove(s, [&] {
+  std::shared_ptr<StreamState> owner = shared_.streams.remove(s, [&] {
     StreamTotals& totals = shared_.totals;
     totals.samples_analysed.fetch_add(t.analysed, std::memory_order_relaxed);
     totals.samples_failed.fetch_add(t.failed, std::memory_order_relaxed);
     totals.samples_discarded.fetch_add(t.discarded, std::memory_order_relaxed);
     totals.samples_rejected.fetch_add(s.samples_rejected.load(), std::memory_order_relaxed);
-    totals.events_dropped.fetch_add(s.events_dropped.load(), std::memory_order_relaxed);
-    totals.payloads_dropped.fetch_add(s.payloads_dropped.load(), std::memory_order_relaxed);
-    totals.payloads_unread.fetch_add(s.payloads_unread.load() + (s.payloads ? s.payloads->waiting() : 0),
+    totals.events_dropped.fetch_add(s.output.events_dropped(), std::memory_order_relaxed);
+    totals.payloads_dropped.fetch_add(s.output.payloads_dropped(), std::memory_order_relaxed);
+    totals.payloads_unread.fetch_add(s.output.payloads_unread() + s.output.payloads_waiting(),
                                      std::memory_order_relaxed);
   });
   s.retired.store(true, std::memory_order_relaxed);
@@ -224,7 +213,7 @@ void VadAdapter::retire(StreamSlot& s) {
 
 void VadAdapter::after_batch() {
   for (std::size_t i = 0; i < retired_.size();) {
-    // Not queued (no pointer to it in a ready queue) and no other owner (no turn request).
+    // Not queued (no pointer to it in a ready queue) and no other owner (no stage's request).
     if (!retired_[i]->queued.load(std::memory_order_acquire) && retired_[i].use_count() == 1) {
       retired_[i] = std::move(retired_.back());
       retired_.pop_back();
@@ -234,7 +223,7 @@ void VadAdapter::after_batch() {
   }
 }
 
-void VadAdapter::overload_check(StreamSlot& s, std::int64_t queue_delay_ns) {
+void VadAdapter::overload_check(StreamState& s, std::int64_t queue_delay_ns) {
   const std::int64_t budget_ns = std::int64_t{shared_.latency_budget_ms} * 1'000'000;
   const std::uint64_t rejected = s.samples_rejected.load(std::memory_order_relaxed);
   const std::uint32_t episodes = s.refusal_episodes.load(std::memory_order_relaxed);
@@ -245,7 +234,7 @@ void VadAdapter::overload_check(StreamSlot& s, std::int64_t queue_delay_ns) {
     ev.backlog_ms = static_cast<std::uint32_t>(std::max<std::int64_t>(0, queue_delay_ns) / 1'000'000);
     ev.rejected_samples = static_cast<std::uint32_t>(std::min<std::uint64_t>(rejected, UINT32_MAX));
     ev.start_s = s.seconds(s.frames_done * s.chunk_samples);
-    s.emit(ev);
+    s.output.emit(ev);
     s.episodes_reported = episodes;
     shared_.totals.overload_events.fetch_add(1, std::memory_order_relaxed);
   }

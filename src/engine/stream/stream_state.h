@@ -1,38 +1,35 @@
 // Everything one stream owns, allocated once at open_stream(): the sample ring the caller writes
-// and its VAD worker reads, the state of each stage of its pipeline, and the event ring (and, when
-// a stage produces payloads, the payload channel) the worker writes and the caller reads. About
-// 12 KiB with the default 128 ms buffer at 16 kHz and VAD only (tests/engine/stream_memory_test.cpp
-// counts it).
+// and its VAD worker reads, the VAD's state, the stages of its pipeline (stage.h), the audio
+// history the stages look back on, and its output (events and payloads for its reader,
+// output/session_output.h). About 12 KiB with the default 128 ms buffer at 16 kHz and VAD only
+// (tests/engine/stream_memory_test.cpp counts it).
 //
 // A stream is a job of its VAD pool (PoolJob, key = its model rate) and is pinned to one VAD
-// worker for its life: that worker alone touches the "worker side" fields below.
+// worker for its life: that worker alone touches the "worker side" fields below, its stages
+// included.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "brisvox/audio/resampler.h"
 #include "brisvox/engine/engine.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "brisvox/models/vad/streaming_segmenter.h"
+#include "engine/output/session_output.h"
 #include "engine/pool/pool_clock.h"
 #include "engine/pool/pool_job.h"
 #include "engine/stream/audio_history.h"
-#include "engine/stream/payload_channel.h"
-#include "engine/stream/spsc_ring.h"
-#include "engine/stream/wait_for_events.h"
+#include "engine/stream/stage.h"
+#include "engine/sync/spsc_ring.h"
 
 namespace brisvox::engine {
 
-class VadPool;            // stages/vad_stage.h
-struct TurnStreamState;   // stages/turn_stage.h
-struct SttStreamState;    // stages/stt_stage.h
+class VadPool;  // stream/vad_pool.h
 
 // PoolJob::key of a stream: which model rate it runs at (a VAD batch holds one rate).
 inline int vad_rate_key(int model_rate_hz) noexcept { return model_rate_hz == 16000 ? 0 : 1; }
@@ -41,12 +38,16 @@ inline constexpr int kNumVadRateKeys = 2;
 // Input samples a stream's resampler takes per call (push() resamples in blocks of this size).
 inline constexpr std::size_t kResamplerBlock = 1024;
 
-struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
-  // `vad_pool`, `worker`: where the stream runs. `turn`, `stt` set when the pipeline has those
-  // stages.
-  StreamSlot(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& vad_pool, int vad_worker,
-             std::unique_ptr<TurnStreamState> turn_state, std::unique_ptr<SttStreamState> stt_state);
-  ~StreamSlot();
+// The model-rate samples a segment's audio may need in the history: the longest segment kept, plus
+// what the segmenter looks ahead before it ends one (min silence), the padding on both sides and a
+// frame.
+std::size_t segment_history_samples(const VadOptions& vad, double max_segment_s, int model_rate_hz, int chunk_samples);
+
+struct StreamState : PoolJob, std::enable_shared_from_this<StreamState> {
+  // `vad_pool`, `worker`: where the stream runs. `pipeline`: its stages, in order.
+  StreamState(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& vad_pool, int vad_worker,
+              std::vector<std::unique_ptr<Stage>> pipeline);
+  ~StreamState();
 
   const std::uint64_t id;
   const StreamConfig config;
@@ -79,7 +80,7 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   bool flush_tail_refused = false;
 
   // --- lifecycle ----------------------------------------------------------------------------
-  std::atomic<bool> close_requested{false};  // the handle let go: the worker retires the slot
+  std::atomic<bool> close_requested{false};  // the handle let go: the worker retires the stream
   std::size_t registry_index = 0;            // in the engine's StreamRegistry (its mutex)
 
   // --- worker side (touched by the owning VAD worker only) --------------------------------
@@ -94,43 +95,23 @@ struct StreamSlot : PoolJob, std::enable_shared_from_this<StreamSlot> {
   bool segments_flushed = false;       // the segmenter's final events were emitted
   std::atomic<bool> finished_flag{false};
   std::atomic<bool> retired{false};    // removed from the registry; memory kept until unreferenced
-  // The last seconds of model-rate audio, for the stages that look back (turn, segment audio).
-  std::optional<AudioHistory> history;
   const std::int64_t max_segment_samples;  // VadOptions::max_segment_audio_s at the model rate
-  std::unique_ptr<TurnStreamState> turn;  // the turn stage, when the pipeline has one
-  std::unique_ptr<SttStreamState> stt;    // the stt stage, when the pipeline has one
+  // The stages after the VAD, in pipeline order (stage.h); empty for a VAD-only stream.
+  const std::vector<std::unique_ptr<Stage>> stages;
+  // The last seconds of model-rate audio, for the stages that look back and the segment audio.
+  std::optional<AudioHistory> history;
 
   // --- events and payloads (worker -> reader) -----------------------------------------------
-  SpscRing<Event> events;
-  ReaderWake events_wake;  // emit() wakes a reader blocked in Stream::wait_events
-  std::atomic<std::uint64_t> events_dropped{0};
-  bool unannounced_events = false;  // worker: emitted since on_events was last called
-  std::unique_ptr<PayloadChannel> payloads;  // only when a stage produces payloads
-  std::uint32_t next_payload_id = 1;          // worker
-  std::atomic<std::uint64_t> payloads_dropped{0};
-  std::atomic<std::uint64_t> payloads_unread{0};  // reader: skipped by read_payload
-  mutable std::mutex error_mutex;
-  std::string last_error;
+  SessionOutput output;
 
-  // Returns true if the event was queued. Probability events are dropped (and counted) when the
-  // ring is nearly full, so that speech events always find room.
-  bool emit(const Event& event);
-  // `event` with the payload [a, b] (written first, so the event's reader finds it): kAttached (or
-  // `truncated`: kTruncated) when it fits the channel, else kDropped and counted.
-  bool emit_with_payload(Event event, std::span<const std::byte> a, std::span<const std::byte> b, bool truncated);
-  void set_error(std::string message);
-  // Worker: calls config.on_events (the reader's own wake-up: a server strand, a Python event
-  // loop). notify_reader_if_emitted() only when events were written since the last call.
-  void notify_reader() {
-    unannounced_events = false;
-    if (config.on_events) config.on_events();
-  }
-  void notify_reader_if_emitted() {
-    if (unannounced_events) notify_reader();
-  }
   double seconds(std::int64_t model_samples) const noexcept {
     return static_cast<double>(model_samples) / model_rate_hz;
   }
+  // Whether any stage holds the stream's frames, defers its end, is busy, or pins it.
+  bool stages_hold_frames() const noexcept;
+  bool stages_defer_end() const noexcept;
+  bool stages_busy() const noexcept;
+  bool stages_pin() const noexcept;
 };
 
 }  // namespace brisvox::engine

@@ -1,4 +1,4 @@
-#include "engine/stream/payload_channel.h"
+#include "engine/output/payload_channel.h"
 
 #include <array>
 #include <cstring>
@@ -47,6 +47,14 @@ bool PayloadChannel::seek(std::uint32_t id, std::uint32_t& size, std::uint64_t& 
 std::size_t PayloadChannel::size_of(std::uint32_t id, std::uint64_t& skipped) noexcept {
   std::uint32_t size = 0;
   return seek(id, size, skipped) ? size : 0;
+}
+
+bool PayloadChannel::discard(std::uint32_t id, std::uint64_t& skipped) noexcept {
+  std::uint32_t size = 0;
+  if (!seek(id, size, skipped)) return false;
+  ring_.consume(kHeaderBytes + size);
+  taken_.fetch_add(1, std::memory_order_release);
+  return true;
 }
 
 std::size_t PayloadChannel::read(std::uint32_t id, std::span<std::byte> out, std::uint64_t& skipped) noexcept {

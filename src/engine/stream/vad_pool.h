@@ -1,12 +1,13 @@
-// The VAD stage: Silero on the batch pool as a frame-synchronous model, and the driver of every
+// The VAD pool: Silero on the batch pool as a frame-synchronous model, and the clock of every
 // stream's pipeline.
 //
 // A stream is a job of its VAD pool, pinned to one worker for its life and queued whenever a frame
-// completes (or it is flushed, closed, or a verdict comes back). For each ready stream of a batch
-// the adapter stages one frame (the model is recurrent: one frame per stream per batch), runs the
-// model once over all of them, and then, per stream: the probability to the segmenter (speech
-// events, segment audio), to the later stages (turn), overload checks, the end of the stream.
-// It also retires closed streams: their memory is freed once nothing refers to it any more.
+// completes (or it is flushed, closed, or a stage has results for it). For each ready stream of a
+// batch the adapter stages one frame (the model is recurrent: one frame per stream per batch), runs
+// the model once over all of them, and then, per stream: the probability to the segmenter (speech
+// events, segment audio) and to the stream's stages (stage.h: it names none of them), overload
+// checks, the end of the stream. It also retires closed streams: their memory is freed once
+// nothing refers to it any more.
 #pragma once
 
 #include <atomic>
@@ -19,7 +20,7 @@
 #include "brisvox/models/vad/silero_vad.h"
 #include "engine/pool/batch_pool.h"
 #include "engine/stream/stream_registry.h"
-#include "engine/stream/stream_slot.h"
+#include "engine/stream/stream_state.h"
 #include "engine/stream/stream_totals.h"
 
 namespace brisvox::engine {
@@ -35,12 +36,12 @@ struct EngineShared {
 
 class VadAdapter {
  public:
-  using Job = StreamSlot;
+  using Job = StreamState;
   VadAdapter(SileroVad vad, int max_batch, int run_timeout_ms, EngineShared& shared);
 
-  std::int64_t prepare(StreamSlot& s, std::size_t row);
+  std::int64_t prepare(StreamState& s, std::size_t row);
   void run(int key, std::size_t rows);
-  bool complete(StreamSlot& s, const Completion& c);
+  bool complete(StreamState& s, const Completion& c);
   void after_batch();  // frees retired streams nothing refers to any more
   void cancel_run() noexcept { vad_.cancel_run(); }
   void clear_cancel() noexcept { vad_.clear_cancel(); }
@@ -52,20 +53,20 @@ class VadAdapter {
 
  private:
   // prepare() without the announcement: the frame staged in `row`, or kNotStaged.
-  std::int64_t stage_frame(StreamSlot& s, std::size_t row);
-  void fail_frame(StreamSlot& s, std::size_t row, const RunFailure& failure);
-  void segment_event(StreamSlot& s, const SegmentEvent& e);
-  void finish_stream(StreamSlot& s);
-  void retire(StreamSlot& s);
-  void overload_check(StreamSlot& s, std::int64_t queue_delay_ns);
+  std::int64_t stage_frame(StreamState& s, std::size_t row);
+  void fail_frame(StreamState& s, std::size_t row, const RunFailure& failure);
+  void segment_event(StreamState& s, const SegmentEvent& e);
+  void finish_stream(StreamState& s);
+  void retire(StreamState& s);
+  void overload_check(StreamState& s, std::int64_t queue_delay_ns);
 
   SileroVad vad_;
   const int run_timeout_ms_;  // for messages
   EngineShared& shared_;
   std::atomic<std::size_t> num_streams_{0};
-  // Closed streams whose memory may still be referenced (a queued pointer, a turn request): freed
+  // Closed streams whose memory may still be referenced (a queued pointer, a stage's request): freed
   // by after_batch() once neither holds. Worker thread only.
-  std::vector<std::shared_ptr<StreamSlot>> retired_;
+  std::vector<std::shared_ptr<StreamState>> retired_;
 
   // Batch staging, preallocated for max_batch.
   std::vector<SileroStreamState*> batch_states_;

@@ -1,0 +1,51 @@
+#include "engine/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "brisvox/error.h"
+#include "brisvox/models/vad/silero_rates.h"
+#include "engine/stages/stt_stage.h"
+#include "engine/stages/turn_stage.h"
+
+namespace brisvox::engine {
+
+std::vector<std::unique_ptr<Stage>> make_stages(StreamConfig& config, int model_rate_hz, const ModelRegistry& models) {
+  TurnPool* turn = nullptr;
+  if (config.turn) {
+    turn = models.turn_pool(config.turn->model);
+    if (turn == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the stream asks for end-of-turn detection but the engine has no turn model named '{}' "
+                              "(add ModelSpec::smart_turn(\"v3.2\" or PATH) to EngineConfig::models; its models: {})",
+                              config.turn->model, models.describe()));
+    }
+  }
+  SttPool* stt = nullptr;
+  if (config.stt) {
+    stt = models.stt_pool(config.stt->model);
+    if (stt == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the stream asks for speech-to-text but the engine has no Whisper model named '{}' "
+                              "(add ModelSpec::whisper(FOLDER) to EngineConfig::models; its models: {})",
+                              config.stt->model, models.describe()));
+    }
+    config.vad.params.max_speech_s = std::min(config.vad.params.max_speech_s, kSttMaxSegmentS);
+  }
+  std::vector<std::unique_ptr<Stage>> stages;
+  if (turn) stages.push_back(std::make_unique<TurnStage>(model_rate_hz, silero_chunk_samples(model_rate_hz), *config.turn, *turn));
+  if (stt) {
+    auto stage = std::make_unique<SttStage>(*config.stt, *stt);  // Error for bad decoding options
+    if (stage->search().max_positions() > stt->max_positions()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the stt stage's decoding needs {} decoder positions (max_new_tokens {}), the model's "
+                              "decoder slots hold {}",
+                              stage->search().max_positions(), config.stt->decode.max_new_tokens, stt->max_positions()));
+    }
+    stages.push_back(std::move(stage));
+  }
+  return stages;
+}
+
+}  // namespace brisvox::engine
