@@ -10,6 +10,8 @@
 #include "base/log.h"
 #include "brisvox/error.h"
 #include "brisvox/plural.h"
+#include "engine/call/call_link.h"
+#include "engine/call/call_state.h"
 #include "engine/model_registry.h"
 #include "engine/pipeline.h"
 #include "engine/pool/run_watchdog.h"
@@ -76,6 +78,12 @@ struct Engine::Impl {
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> opened{0};
   std::atomic<std::uint64_t> refused{0};
+
+  // open_stream() and open_call()'s stream: `config` validated; `barge_in` and `call` for a call's.
+  std::shared_ptr<StreamState> open_stream(StreamConfig config, const BargeInOptions* barge_in,
+                                           std::shared_ptr<engine::CallLink> call);
+  // open_speech() and open_call()'s speech: `config` validated; `wake` a call's shared wake-up.
+  std::shared_ptr<engine::SpeechState> open_speech(const SpeechConfig& config, std::shared_ptr<engine::ReaderWake> wake);
 };
 
 Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config)) {
@@ -108,56 +116,81 @@ int Engine::num_workers() const noexcept { return impl_->models.num_workers(); }
 
 Stream Engine::open_stream(const StreamConfig& requested) {
   requested.validate();
-  Impl& m = *impl_;
-  StreamConfig config = requested;
-  engine::VadPool* vad = m.models.vad_pool(config.vad.model);
+  return Stream(this, impl_->open_stream(requested, nullptr, nullptr));
+}
+
+std::shared_ptr<StreamState> Engine::Impl::open_stream(StreamConfig stream, const BargeInOptions* barge_in,
+                                                       std::shared_ptr<engine::CallLink> call) {
+  engine::VadPool* vad = models.vad_pool(stream.vad.model);
   if (vad == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the stream's vad stage names model '{}', which this engine has no Silero VAD model "
                             "under (its models: {})",
-                            config.vad.model, m.models.describe()));
+                            stream.vad.model, models.describe()));
   }
-  const int model_rate = silero_model_rate_hz(config.sample_rate_hz, config.vad.model_rate_hz);
-  config.vad.model_rate_hz = model_rate;  // what Stream::config() reports
-  std::vector<std::unique_ptr<engine::Stage>> stages = engine::make_stages(config, model_rate, m.models);
-  std::lock_guard lock(m.open_mu);
-  if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
-  const int active = static_cast<int>(m.shared.streams.size());
-  if (active >= m.config.max_streams) {
-    m.refused.fetch_add(1, std::memory_order_relaxed);
+  const int model_rate = silero_model_rate_hz(stream.sample_rate_hz, stream.vad.model_rate_hz);
+  stream.vad.model_rate_hz = model_rate;  // what Stream::config() reports
+  std::shared_ptr<engine::ReaderWake> wake = call ? call->wake : nullptr;
+  std::vector<std::unique_ptr<engine::Stage>> stages =
+      engine::make_stages(stream, model_rate, models, barge_in, std::move(call));
+  std::lock_guard lock(open_mu);
+  if (draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
+  const int active = static_cast<int>(shared.streams.size());
+  if (active >= config.max_streams) {
+    refused.fetch_add(1, std::memory_order_relaxed);
     throw Error(ErrorCode::kOverloaded, fmt::format("engine at capacity: {} of {} streams open (EngineConfig::max_streams)",
-                                                    active, m.config.max_streams));
+                                                    active, config.max_streams));
   }
-  if (m.config.admission_control) {
+  if (config.admission_control) {
     const double p99 = vad->recent_p99_queue_delay_us(now_ns());
-    if (p99 > m.config.latency_budget_ms * 1000.0) {
-      m.refused.fetch_add(1, std::memory_order_relaxed);
+    if (p99 > config.latency_budget_ms * 1000.0) {
+      refused.fetch_add(1, std::memory_order_relaxed);
       throw Error(ErrorCode::kOverloaded,
                   fmt::format("engine over its latency budget: queue delay p99 {:.1f} ms > {} ms over the last second; "
                               "refusing new streams ({} open)",
-                              p99 / 1000.0, m.config.latency_budget_ms, active));
+                              p99 / 1000.0, config.latency_budget_ms, active));
     }
   }
   const int worker = vad->least_loaded_worker();
-  auto state = std::make_shared<StreamState>(m.next_id.fetch_add(1), config, *vad, worker, std::move(stages));
+  auto state =
+      std::make_shared<StreamState>(next_id.fetch_add(1), stream, *vad, worker, std::move(stages), std::move(wake));
   vad->adapter(worker).attach();
-  m.shared.streams.add(state);
-  m.opened.fetch_add(1, std::memory_order_relaxed);
-  return Stream(this, std::move(state));
+  shared.streams.add(state);
+  opened.fetch_add(1, std::memory_order_relaxed);
+  return state;
 }
 
-Speech Engine::open_speech(const SpeechConfig& config) {
-  config.validate();
-  Impl& m = *impl_;
-  engine::SpeechModel* voice = m.models.speech_model(config.model);
+std::shared_ptr<engine::SpeechState> Engine::Impl::open_speech(const SpeechConfig& speech,
+                                                               std::shared_ptr<engine::ReaderWake> wake) {
+  engine::SpeechModel* voice = models.speech_model(speech.model);
   if (voice == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the speech session names voice '{}', but the engine has no Piper voice under that name (add "
                             "ModelSpec::piper_tts(VOICE) to EngineConfig::models; its models: {})",
-                            config.model, m.models.describe()));
+                            speech.model, models.describe()));
   }
-  if (m.draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
-  return Speech(voice->open(config, m.next_id.fetch_add(1)));
+  if (draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
+  return voice->open(speech, next_id.fetch_add(1), std::move(wake));
+}
+
+Speech Engine::open_speech(const SpeechConfig& config) {
+  config.validate();
+  return Speech(impl_->open_speech(config, nullptr));
+}
+
+Call Engine::open_call(const CallConfig& requested) {
+  requested.validate();
+  CallConfig config = requested;
+  config.listen.on_events = config.on_events;
+  config.speak.on_events = config.on_events;
+  // The call speaks at its own rate (the voice refuses a rate it cannot give).
+  if (config.speak.sample_rate_hz == 0) config.speak.sample_rate_hz = config.listen.sample_rate_hz;
+  auto link = std::make_shared<engine::CallLink>();
+  link->speech = impl_->open_speech(config.speak, link->wake);
+  Speech speech(link->speech);  // closed again if the stream cannot be opened
+  Stream stream(this, impl_->open_stream(config.listen, &config.barge_in, link));
+  return Call(std::make_shared<engine::CallState>(std::move(stream), std::move(speech), std::move(link),
+                                                  config.playout_lead_ms));
 }
 
 void Engine::drain() {

@@ -6,7 +6,9 @@
 #include <memory>
 #include <vector>
 
+#include "brisvox/engine/call.h"
 #include "brisvox/engine/engine_config.h"
+#include "engine/call/call_link.h"
 #include "engine/model_registry.h"
 #include "engine/stream/stage.h"
 
@@ -15,8 +17,10 @@ namespace brisvox::engine {
 // Checks that `models` has the models the stages of `config` name (Error(kInvalidArgument) naming
 // the missing one and listing the engine's), adapts `config` to what its stages need (the stt stage
 // caps the VAD's max_speech_s at its window, so that longer speech is split at the VAD's own split
-// points) and makes the stages, in pipeline order: turn, then stt. `model_rate_hz`: the stream's
-// VAD rate.
-std::vector<std::unique_ptr<Stage>> make_stages(StreamConfig& config, int model_rate_hz, const ModelRegistry& models);
+// points) and makes the stages, in pipeline order: turn, then stt, then a call's barge-in (when
+// `barge_in` is given and enabled: the call's link). `model_rate_hz`: the stream's VAD rate.
+std::vector<std::unique_ptr<Stage>> make_stages(StreamConfig& config, int model_rate_hz, const ModelRegistry& models,
+                                                const BargeInOptions* barge_in = nullptr,
+                                                std::shared_ptr<CallLink> call = nullptr);
 
 }  // namespace brisvox::engine

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/engine/call.h"
 #include "brisvox/engine/engine_config.h"
 #include "brisvox/engine/engine_stats.h"
 #include "brisvox/engine/events.h"
@@ -129,6 +130,7 @@ class Stream {
 
  private:
   friend class Engine;
+  friend class Call;
   Stream(Engine* engine, std::shared_ptr<engine::StreamState> state);
   Engine* engine_ = nullptr;
   std::shared_ptr<engine::StreamState> state_;
@@ -150,6 +152,10 @@ class Engine {
   // Error(kOverloaded) when the voice's max_pending sessions are open, Error(kClosed) while
   // shutting down.
   Speech open_speech(const SpeechConfig& config);
+  // A call: a stream and a speech session under one owner, with barge-in (call.h). The errors of
+  // open_stream and open_speech, and Error(kInvalidArgument) for a bad CallConfig. Counts as one
+  // stream of max_streams and one session of its voice's max_pending.
+  Call open_call(const CallConfig& config);
 
   // Stops accepting streams and speech sessions, flushes every open stream and waits until all are
   // processed. Speech sessions are not waited for (their readers may have stopped reading): their
@@ -164,6 +170,7 @@ class Engine {
 
  private:
   friend class Stream;
+  friend class Call;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -2,8 +2,10 @@
 
 namespace brisvox::engine {
 
-SessionOutput::SessionOutput(std::size_t event_capacity, std::size_t payload_bytes, std::function<void()> on_events)
+SessionOutput::SessionOutput(std::size_t event_capacity, std::size_t payload_bytes, std::function<void()> on_events,
+                             std::shared_ptr<ReaderWake> shared_wake)
     : events_(event_capacity),
+      shared_wake_(std::move(shared_wake)),
       payloads_(payload_bytes > 0 ? std::make_unique<PayloadChannel>(payload_bytes) : nullptr),
       on_events_(std::move(on_events)) {}
 
@@ -34,7 +36,7 @@ bool SessionOutput::emit_with_payload(Event event, std::span<const std::byte> a,
 
 void SessionOutput::write(const Event& event) {
   events_.write(std::span(&event, 1));
-  wake_.published();
+  wake().published();
   unannounced_ = true;
 }
 

@@ -39,8 +39,10 @@ class SessionOutput {
   static constexpr std::size_t kReservedEvents = 8;
 
   // `event_capacity`: events the ring holds (a power of two). `payload_bytes`: the payload
-  // channel's room, 0 for none. `on_events` may be empty.
-  SessionOutput(std::size_t event_capacity, std::size_t payload_bytes, std::function<void()> on_events);
+  // channel's room, 0 for none. `on_events` may be empty. `shared_wake`: a wake-up this output
+  // shares with another (a call's two sides, whose owner waits for both); null: its own.
+  SessionOutput(std::size_t event_capacity, std::size_t payload_bytes, std::function<void()> on_events,
+                std::shared_ptr<ReaderWake> shared_wake = nullptr);
 
   // --- the worker's side ---------------------------------------------------------------------
 
@@ -87,7 +89,7 @@ class SessionOutput {
   // The same as bytes (allocates the vector); empty when the payload is gone.
   std::vector<std::byte> read_bytes(const Event& event);
   // Sleeps until an event is pending (the worker wakes it) or the timeout. True if one is.
-  bool wait(std::chrono::microseconds timeout) { return wait_for_events(events_, wake_, timeout); }
+  bool wait(std::chrono::microseconds timeout) { return wait_for_events(events_, wake(), timeout); }
   std::string last_error() const;
 
   // --- counters (any thread) ---------------------------------------------------------------------
@@ -99,8 +101,11 @@ class SessionOutput {
   std::uint64_t payloads_waiting() const noexcept { return payloads_ ? payloads_->waiting() : 0; }
 
  private:
+  ReaderWake& wake() noexcept { return shared_wake_ ? *shared_wake_ : wake_; }
+
   SpscRing<Event> events_;
   ReaderWake wake_;
+  std::shared_ptr<ReaderWake> shared_wake_;  // set: used instead of wake_
   std::unique_ptr<PayloadChannel> payloads_;  // null: the session produces no payloads
   std::function<void()> on_events_;
   bool unannounced_ = false;          // worker: written since on_events was last called

@@ -19,14 +19,6 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, message);
 }
 
-// Consumer: room was freed; wakes the worker if it waits for that kind of room. The fence pairs
-// with the worker's (SpeechAdapter::deliver): either it sees the room, or this sees it waiting.
-void wake_if_waiting(SpeechState& s, std::uint8_t freed) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if ((s.waiting.load(std::memory_order_relaxed) & freed) == 0) return;
-  if (s.waiting.exchange(0, std::memory_order_acq_rel) != 0) s.model->schedule(s);
-}
-
 // Queues an utterance (or a mark) after those before it; returns its id.
 std::uint32_t queue(SpeechState& s, std::string text, bool mark) {
   std::uint32_t id = 0;
@@ -105,21 +97,21 @@ std::uint32_t Speech::cancel() {
 std::size_t Speech::poll(std::span<Event> out) {
   if (!state_) return 0;
   const std::size_t n = state_->output.poll(out);
-  if (n > 0) wake_if_waiting(*state_, engine::kWaitEvents);
+  if (n > 0) state_->room_freed(engine::kWaitEvents);
   return n;
 }
 
 std::size_t Speech::read_payload(const Event& event, std::span<std::byte> out) {
   if (!state_) return 0;
   const std::size_t n = state_->output.read_payload(event, out);
-  wake_if_waiting(*state_, engine::kWaitPayload);
+  state_->room_freed(engine::kWaitPayload);
   return n;
 }
 
 std::vector<float> Speech::read_audio_payload(const Event& event) {
   if (!state_) return {};
   std::vector<float> samples = state_->output.read_audio(event);
-  wake_if_waiting(*state_, engine::kWaitPayload);
+  state_->room_freed(engine::kWaitPayload);
   return samples;
 }
 

@@ -11,6 +11,7 @@
 
 #include "brisvox/engine/speech.h"
 #include "engine/pool/batch_pool.h"
+#include "engine/sync/reader_wake.h"
 
 namespace brisvox::engine {
 
@@ -27,7 +28,9 @@ class SpeechModel : public ModelPool {
   // A new session pinned to the least loaded worker. Error(kInvalidArgument) for options the
   // voice refuses, Error(kOverloaded) when max_pending sessions are open, Error(kClosed) while
   // shutting down.
-  virtual std::shared_ptr<SpeechState> open(const SpeechConfig& config, std::uint64_t id) = 0;
+  // `shared_wake`: the reader's wake-up when it shares one with another session (a call), else null.
+  virtual std::shared_ptr<SpeechState> open(const SpeechConfig& config, std::uint64_t id,
+                                            std::shared_ptr<ReaderWake> shared_wake = nullptr) = 0;
   // Any thread: the session has work (or room, or a cancel). Cheap when it is already queued.
   virtual void schedule(SpeechState& s) = 0;
   // Error(kInvalidArgument) for a text the voice cannot take (empty, too long, invalid UTF-8,

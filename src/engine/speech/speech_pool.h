@@ -60,8 +60,10 @@ namespace brisvox::engine {
 template <Synthesizer S>
 struct SpeechJob final : SpeechState {
   SpeechJob(std::uint64_t session_id, const SpeechConfig& speech_config, SpeechModel& speech_model, int worker_index,
-            int output_rate_hz, std::size_t payload_bytes, typename S::Options session_options)
-      : SpeechState(session_id, speech_config, speech_model, worker_index, output_rate_hz, payload_bytes),
+            int output_rate_hz, std::size_t payload_bytes, typename S::Options session_options,
+            std::shared_ptr<ReaderWake> shared_wake)
+      : SpeechState(session_id, speech_config, speech_model, worker_index, output_rate_hz, payload_bytes,
+                    std::move(shared_wake)),
         options(std::move(session_options)) {}
 
   const typename S::Options options;  // the session's settings, checked at open
@@ -146,7 +148,8 @@ class SpeechPool final : public SpeechModel {
         pool_(spec, PoolShape{kSpeechKeys, static_cast<std::size_t>(spec.max_pending)},
               [&](int /*worker*/) { return SpeechAdapter<S>(spec, *this); }) {}
 
-  std::shared_ptr<SpeechState> open(const SpeechConfig& config, std::uint64_t id) override;
+  std::shared_ptr<SpeechState> open(const SpeechConfig& config, std::uint64_t id,
+                                    std::shared_ptr<ReaderWake> shared_wake = nullptr) override;
   void schedule(SpeechState& s) override { pool_.schedule(static_cast<SpeechJob<S>*>(&s)); }
   void check_text(std::string_view text) const override { pool_.adapter(0).synthesizer().check_text(text); }
   std::size_t max_text_bytes() const noexcept override { return pool_.adapter(0).synthesizer().max_text_bytes(); }
@@ -539,7 +542,8 @@ void SpeechAdapter<S>::after_batch() {
 // --- the pool ---------------------------------------------------------------------------------------
 
 template <Synthesizer S>
-std::shared_ptr<SpeechState> SpeechPool<S>::open(const SpeechConfig& config, std::uint64_t id) {
+std::shared_ptr<SpeechState> SpeechPool<S>::open(const SpeechConfig& config, std::uint64_t id,
+                                                 std::shared_ptr<ReaderWake> shared_wake) {
   if (!accepting()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new speech sessions");
   const S& synth = pool_.adapter(0).synthesizer();
   typename S::Options options = synth.session_options(spec(), config);
@@ -556,7 +560,8 @@ std::shared_ptr<SpeechState> SpeechPool<S>::open(const SpeechConfig& config, std
     const auto payload_bytes = static_cast<std::size_t>(
         config.payload_buffer_bytes > 0 ? config.payload_buffer_bytes : kDefaultSpeechPayloadBytes);
     const int worker = pool_.least_loaded_worker();
-    auto job = std::make_shared<SpeechJob<S>>(id, config, *this, worker, rate, payload_bytes, std::move(options));
+    auto job = std::make_shared<SpeechJob<S>>(id, config, *this, worker, rate, payload_bytes, std::move(options),
+                                              std::move(shared_wake));
     job->self = job;
     pool_.adapter(worker).attach();
     return job;

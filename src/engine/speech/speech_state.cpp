@@ -12,14 +12,15 @@ constexpr std::size_t kSpeechEventCapacity = 64;
 }  // namespace
 
 SpeechState::SpeechState(std::uint64_t session_id, const SpeechConfig& speech_config, SpeechModel& speech_model,
-                         int worker_index, int output_rate_hz, std::size_t payload_bytes)
+                         int worker_index, int output_rate_hz, std::size_t payload_bytes,
+                         std::shared_ptr<ReaderWake> shared_wake)
     : id(session_id),
       config(speech_config),
       sample_rate_hz(output_rate_hz),
       model(&speech_model),
       // Half the channel: one piece can always be written while the reader holds the other.
       piece_samples(std::max<std::size_t>(1, payload_bytes / 2 / sizeof(float))),
-      output(kSpeechEventCapacity, payload_bytes, speech_config.on_events) {
+      output(kSpeechEventCapacity, payload_bytes, speech_config.on_events, std::move(shared_wake)) {
   worker = worker_index;
   key.store(kSpeechStartKey, std::memory_order_relaxed);
 }
@@ -38,6 +39,12 @@ std::uint32_t SpeechState::stop(bool barge_in) {
   waiting.store(0, std::memory_order_release);
   model->schedule(*this);
   return upto;
+}
+
+void SpeechState::room_freed(std::uint8_t freed) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if ((waiting.load(std::memory_order_relaxed) & freed) == 0) return;
+  if (waiting.exchange(0, std::memory_order_acq_rel) != 0) model->schedule(*this);
 }
 
 bool SpeechState::speaking() const noexcept {

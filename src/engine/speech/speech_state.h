@@ -27,6 +27,7 @@
 #include "brisvox/engine/speech.h"
 #include "engine/output/session_output.h"
 #include "engine/pool/pool_job.h"
+#include "engine/sync/reader_wake.h"
 
 namespace brisvox::engine {
 
@@ -60,9 +61,10 @@ inline constexpr std::uint8_t kWaitPayload = 2;  // the payload channel is full:
 
 struct SpeechState : PoolJob {
   // `output_rate_hz`: of the audio delivered. `payload_bytes`: the channel's room (resolved from
-  // SpeechConfig::payload_buffer_bytes).
+  // SpeechConfig::payload_buffer_bytes). `shared_wake`: the reader's wake-up when it shares one
+  // with another session (a call), else null.
   SpeechState(std::uint64_t session_id, const SpeechConfig& speech_config, SpeechModel& model, int worker,
-              int output_rate_hz, std::size_t payload_bytes);
+              int output_rate_hz, std::size_t payload_bytes, std::shared_ptr<ReaderWake> shared_wake);
   virtual ~SpeechState() = default;
 
   const std::uint64_t id;
@@ -109,6 +111,10 @@ struct SpeechState : PoolJob {
   std::uint32_t stop(bool barge_in);
   // Whether the session has work: an utterance queued or not ended yet.
   bool speaking() const noexcept;
+  // The reader freed room of kind `freed` (kWaitEvents, kWaitPayload): wakes the worker if it waits
+  // for that. The fence pairs with the worker's (SpeechAdapter::deliver): either it sees the room,
+  // or this sees it waiting. Reader thread.
+  void room_freed(std::uint8_t freed);
   double seconds(std::uint64_t samples) const noexcept { return static_cast<double>(samples) / sample_rate_hz; }
 };
 

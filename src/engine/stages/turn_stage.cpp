@@ -176,6 +176,7 @@ void TurnStage::act(StreamState& s, const TurnActions& actions, std::int64_t sin
     ev.start_s = s.seconds(a.start_sample);
     ev.end_s = s.seconds(a.end_sample);
     ev.probability = a.probability;
+    if (ev.type == EventType::kTurnEnd) ++turns_ended_;
     s.output.emit(ev);
   }
 }

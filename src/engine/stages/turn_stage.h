@@ -60,6 +60,9 @@ class TurnStage final : public Stage {
   // A request with the pool refers to the stream (its delivery schedules it again).
   bool pins_stream() const override { return in_flight_.load(std::memory_order_acquire); }
 
+  // kTurnEnd events emitted so far (a call's barge-in on a turn's end watches it). VAD worker.
+  std::uint64_t turns_ended() const noexcept { return turns_ended_; }
+
   // The turn pool's side (TurnAdapter::deliver): the verdict into the mailbox.
   void deliver(float probability, bool failed, bool timed_out, std::uint64_t request_id);
 
@@ -84,6 +87,7 @@ class TurnStage final : public Stage {
   // event is timed against it (TurnPool::record_turn_latency).
   std::uint64_t timed_request_id_ = 0;
   std::int64_t timed_since_ns_ = 0;
+  std::uint64_t turns_ended_ = 0;
 };
 
 // One analysis, in a slot of the turn pool.

@@ -42,7 +42,7 @@ std::size_t segment_history_samples(const VadOptions& vad, double max_segment_s,
 }
 
 StreamState::StreamState(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& pool, int vad_worker,
-                         std::vector<std::unique_ptr<Stage>> pipeline)
+                         std::vector<std::unique_ptr<Stage>> pipeline, std::shared_ptr<ReaderWake> shared_wake)
     : id(stream_id),
       config(stream_config),
       model_rate_hz(silero_model_rate_hz(stream_config.sample_rate_hz, stream_config.vad.model_rate_hz)),
@@ -55,7 +55,8 @@ StreamState::StreamState(std::uint64_t stream_id, const StreamConfig& stream_con
       segmenter(model_rate_hz, stream_config.vad.params),
       max_segment_samples(max_segment_samples_of(stream_config, model_rate_hz)),
       stages(std::move(pipeline)),
-      output(kEventCapacity, payload_bytes_of(stream_config, model_rate_hz, stages), stream_config.on_events) {
+      output(kEventCapacity, payload_bytes_of(stream_config, model_rate_hz, stages), stream_config.on_events,
+             std::move(shared_wake)) {
   worker = vad_worker;
   key = vad_rate_key(model_rate_hz);
   if (const std::size_t n = history_samples_of(config, model_rate_hz, chunk_samples, stages); n > 0) history.emplace(n);

@@ -44,9 +44,10 @@ inline constexpr std::size_t kResamplerBlock = 1024;
 std::size_t segment_history_samples(const VadOptions& vad, double max_segment_s, int model_rate_hz, int chunk_samples);
 
 struct StreamState : PoolJob, std::enable_shared_from_this<StreamState> {
-  // `vad_pool`, `worker`: where the stream runs. `pipeline`: its stages, in order.
+  // `vad_pool`, `worker`: where the stream runs. `pipeline`: its stages, in order. `shared_wake`:
+  // the reader's wake-up when it shares one with another session (a call), else null.
   StreamState(std::uint64_t stream_id, const StreamConfig& stream_config, VadPool& vad_pool, int vad_worker,
-              std::vector<std::unique_ptr<Stage>> pipeline);
+              std::vector<std::unique_ptr<Stage>> pipeline, std::shared_ptr<ReaderWake> shared_wake = nullptr);
   ~StreamState();
 
   const std::uint64_t id;
