@@ -1,4 +1,4 @@
-// WinogradConv (src/runtime/winograd_conv.h) on the Piper decoder's layer shapes, on each
+// WinogradConv (src/models/tts/piper/winograd_conv.h) on the Piper decoder's layer shapes, on each
 // instruction set this CPU has, with the direct convolution's arithmetic rate as a counter
 // (2 O C r T / time: what ONNX Runtime's convolution would need to match it); and a generated
 // HiFi-GAN stage (tools/piper/make_resblock_models.py: 32 channels, six residual convolutions)
@@ -16,13 +16,14 @@
 #include <vector>
 
 #include "brisvox/runtime/session_config.h"
+#include "models/tts/piper/winograd_op.h"
 #include "runtime/model_session.h"
-#include "runtime/winograd_conv.h"
+#include "models/tts/piper/winograd_conv.h"
 
 namespace {
 
-using brisvox::runtime::WinogradConv;
-using brisvox::runtime::WinogradIsa;
+using brisvox::piper::WinogradConv;
+using brisvox::piper::WinogradIsa;
 
 std::vector<float> random_values(size_t n, float scale) {
   std::mt19937 rng(1);
@@ -70,6 +71,7 @@ void BM_ResblockStage(benchmark::State& state) {
     state.SkipWithError(("no " + file + ": build the target brisvox_test_models").c_str());
     return;
   }
+  brisvox::piper::register_winograd_op();
   brisvox::SessionConfig config;
   config.intra_op_threads = 1;
   auto session = brisvox::runtime::ModelSession::load_file(file, config);

@@ -15,7 +15,7 @@
 #include "brisvox/runtime/runtime_info.h"
 #include "base/log.h"
 #include "runtime/onnx_header.h"
-#include "runtime/custom_ops.h"
+#include "runtime/op_domains.h"
 #include "runtime/ort_env.h"
 
 namespace brisvox::runtime {
@@ -170,7 +170,7 @@ Ort::SessionOptions make_session_options(const SessionConfig& config,
   // Intra-op threads that spin between Runs burn a core each; a worker that waits for frames
   // must not. (Only matters when intra_op_threads > 1.)
   options.AddConfigEntry("session.intra_op.allow_spinning", "0");
-  add_custom_ops(options);  // brisvox's operators (custom_ops.h): only models that use them see them
+  add_op_domains(options);  // brisvox's own operators (op_domains.h): only models that use them see them
 
   const std::vector<std::string> available = ort_available_providers();
   registered.clear();

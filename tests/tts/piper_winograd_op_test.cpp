@@ -1,4 +1,4 @@
-// brisvox's WinogradConv operator (runtime/custom_ops.h) inside ONNX Runtime, and pass 6 of
+// brisvox's WinogradConv operator (models/tts/piper/winograd_op.h) inside ONNX Runtime, and pass 6 of
 // tools/piper/conv2d_rewrite.py that writes it: a generated HiFi-GAN stage
 // (tools/piper/make_resblock_models.py, random weights) and its rewrite give the same output;
 // models that misuse the operator are refused at load with the reason.
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "brisvox/error.h"
+#include "models/tts/piper/winograd_op.h"
 #include "runtime/model_session.h"
 #include "test_paths.h"
 
@@ -42,6 +43,7 @@ TEST(PiperWinogradOp, TheRewrittenStageGivesTheOriginalOutput) {
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_NE(bytes.find("WinogradConv"), std::string::npos) << rewritten << " has no WinogradConv node";
   }
+  piper::register_winograd_op();
   SessionConfig config;
   config.intra_op_threads = 1;
   ModelSession a = ModelSession::load_file(original, config);
@@ -64,6 +66,7 @@ TEST(PiperWinogradOp, TheRewrittenStageGivesTheOriginalOutput) {
 }
 
 std::string load_error(const std::string& name) {
+  piper::register_winograd_op();
   try {
     ModelSession::load_file(test::generated_model(name), SessionConfig{});
   } catch (const Error& e) {

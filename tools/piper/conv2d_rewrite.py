@@ -44,7 +44,7 @@ The passes, each exact or within float rounding:
    strided depthwise Conv, one batched MatMul over the 8 transform points (8 products per 4
    outputs instead of 20) and the output transform (tools/piper/winograd.py has the matrices).
 6. The decoder's residual convolutions, s + Conv(LeakyRelu(s)) with 3, 5 or 7 taps at any
-   dilation, as brisvox's WinogradConv operator (domain ai.brisvox, src/runtime/custom_ops.h):
+   dilation, as brisvox's WinogradConv operator (domain ai.brisvox, src/models/tts/piper/winograd_op.h):
    F(4, r) computed block by block while the block is in cache, the LeakyRelu and the Add fused.
    From here on the file runs only in brisvox, which registers the operator on its sessions.
 
@@ -422,7 +422,7 @@ def winograd_convs(nodes, graph):
     return out, done
 
 
-# Pass 6: brisvox's WinogradConv operator (src/runtime/custom_ops.h) for the decoder's residual
+# Pass 6: brisvox's WinogradConv operator (src/models/tts/piper/winograd_op.h) for the decoder's residual
 # convolutions: x + Conv(LeakyRelu(x)) in one node, F(4, r) computed block by block in cache.
 CUSTOM_DOMAIN = "ai.brisvox"
 FUSED_TAPS = (3, 5, 7)

@@ -59,7 +59,7 @@ def correlate(at, g, bt, filt, data):
     return [sum(aj[k] * u[k] * v[k] for k in range(len(u))) for aj in at]
 
 
-# The forms brisvox's WinogradConv operator runs (src/runtime/winograd_matrices.h, written by
+# The forms brisvox's WinogradConv operator runs (src/models/tts/piper/winograd_matrices.h, written by
 # `python3 tools/piper/winograd.py --cxx`): F(4, r) for the decoder's 3-, 5- and 7-tap layers.
 # Small points first; 7 taps need nine finite points, so +-3 join (float32 error ~1e-5 relative).
 RUNTIME_FORMS = [(4, 3, [0, 1, -1, 2, -2]),
@@ -72,7 +72,7 @@ def cxx_header():
     transform runs once, in double)."""
     lines = ["// Written by `python3 tools/piper/winograd.py --cxx` from exact rationals (Toom-Cook at the",
              "// points named below). Do not edit: change RUNTIME_FORMS there and run it again.",
-             "#pragma once", "", "namespace brisvox::runtime::winograd {", ""]
+             "#pragma once", "", "namespace brisvox::piper::winograd {", ""]
 
     def flat(a, suffix):
         return ", ".join(repr(float(v)) + suffix for row in a for v in row)
@@ -86,7 +86,7 @@ def cxx_header():
                   f"  static constexpr float bt[K * K] = {{{flat(bt, 'f')}}};",
                   f"  static constexpr double g[K * r] = {{{flat(g, '')}}};",
                   "};", ""]
-    lines += ["}  // namespace brisvox::runtime::winograd", ""]
+    lines += ["}  // namespace brisvox::piper::winograd", ""]
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "models/tts/piper/piper_text.h"
 #include "models/tts/piper/unicode_text.h"
-#include "runtime/custom_ops.h"
+#include "models/tts/piper/winograd_op.h"
 #include "runtime/onnx_header.h"
 
 namespace brisvox {
@@ -55,8 +55,8 @@ std::string runtime_model_path(const PiperTtsConfig& config) {
   }
   // Pass 6's operator without a vector kernel here would make the rewrite slower than the voice.
   ModelInfo header;
-  if (runtime::read_onnx_header(rewrite.string(), header) && header.opsets.count(runtime::kCustomOpDomain) &&
-      !runtime::custom_ops_vectorised()) {
+  if (runtime::read_onnx_header(rewrite.string(), header) && header.opsets.count(piper::kPiperOpDomain) &&
+      !piper::winograd_vectorised()) {
     detail::log(LogLevel::kWarn, "'{}' has WinogradConv nodes, and they have no vector kernel here (the CPU has "
                 "neither AVX2 nor AVX-512, or BRISVOX_WINOGRAD_ISA=generic): running the voice itself "
                 "(tools/piper/conv2d_rewrite.py --portable writes a rewrite without them)", rewrite.string());

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "brisvox/error.h"
+#include "models/tts/piper/winograd_op.h"
 #include "runtime/model_session.h"
 #include "runtime/model_signature.h"
 
@@ -88,6 +89,7 @@ PiperVits::PiperVits(const PiperVitsConfig& config) {
   if (config.hop_length < 1 || config.num_speakers < 1) {
     throw Error(ErrorCode::kInvalidArgument, "Piper hop_length and num_speakers must be >= 1");
   }
+  piper::register_winograd_op();  // the conv2d rewrite of a voice runs it (winograd_op.h)
   auto session = runtime::ModelSession::load_file(config.model_path, config.session);
   impl_ = std::make_unique<Impl>(std::move(session), config);
 }

@@ -1,5 +1,4 @@
-// brisvox's own ONNX Runtime operators, in the domain "ai.brisvox" (version 1), registered on
-// every session brisvox creates (make_session_options). A model without them is unaffected.
+// The Piper family's own ONNX Runtime operator, in the domain "ai.brisvox" (version 1):
 //
 //   WinogradConv(X, W, B[, R]) -> Y   (WinogradConv, winograd_conv.h)
 //     X [N, C, 1, T] or [N, C, T]; W [O, C, 1, r] or [O, C, r], a constant initializer, r in
@@ -10,21 +9,21 @@
 //     [N, O, 1, T] or [N, O, T] like X.
 //
 // tools/piper/conv2d_rewrite.py (pass 6) writes these nodes into the Piper voice's decoder; the
-// rewritten file then runs only in brisvox.
+// rewritten file then runs only in brisvox. Errors come back to ONNX Runtime as statuses, never
+// exceptions.
 #pragma once
 
-#include <onnxruntime_cxx_api.h>
+namespace brisvox::piper {
 
-namespace brisvox::runtime {
+inline constexpr const char* kPiperOpDomain = "ai.brisvox";
 
-inline constexpr const char* kCustomOpDomain = "ai.brisvox";
-
-// Adds the "ai.brisvox" domain to options. The domain lives for the whole process.
-void add_custom_ops(Ort::SessionOptions& options);
+// Registers the domain with the runtime (runtime/op_domains.h), once per process: every session
+// made afterwards can run the operator. Call before loading a model that uses it. Thread-safe.
+void register_winograd_op();
 
 // Whether WinogradConv has a vector kernel on this CPU (AVX-512F, or AVX2 with FMA). Without one
 // it runs its portable kernel, ~10x slower than with AVX2 and several times slower than ONNX
-// Runtime's own convolution: a model adapter should then prefer a file without the operator.
-bool custom_ops_vectorised();
+// Runtime's own convolution: the voice file without the operator is then the better choice.
+bool winograd_vectorised();
 
-}  // namespace brisvox::runtime
+}  // namespace brisvox::piper

@@ -1,8 +1,8 @@
-// WinogradConv (runtime/winograd_conv.h) against a direct convolution computed in double, on
+// WinogradConv (models/tts/piper/winograd_conv.h) against a direct convolution computed in double, on
 // every instruction set this CPU has: taps 3/5/7, dilations 1-12, lengths shorter than a tile
 // up to several blocks, batches, the fused LeakyReLU and residual, channel counts the vector
 // kernels do not tile, and bad parameters.
-#include "runtime/winograd_conv.h"
+#include "models/tts/piper/winograd_conv.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "brisvox/error.h"
 
-namespace brisvox::runtime {
+namespace brisvox::piper {
 namespace {
 
 struct Case {
@@ -119,4 +119,4 @@ TEST(WinogradConv, RefusesWhatItCannotRun) {
 }
 
 }  // namespace
-}  // namespace brisvox::runtime
+}  // namespace brisvox::piper

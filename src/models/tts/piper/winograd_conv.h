@@ -1,7 +1,7 @@
 // A 1-D convolution (any dilation, "same" padding, 3, 5 or 7 taps) in Winograd form F(4, r), with
 // an optional LeakyReLU on its input and an optional residual added to its output: the body of
 // HiFi-GAN's ResBlock2 (x + conv(leaky_relu(x))), as the WinogradConv operator runs it
-// (custom_ops.h, docs/MODELS.md).
+// (winograd_op.h, docs/MODELS.md).
 //
 // Why not ONNX Runtime's Conv: the Piper decoder's convolutions (32-128 channels, 3-7 taps,
 // dilations 1-12) already run at the core's fp32 rate there, so only less arithmetic makes them
@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-namespace brisvox::runtime {
+namespace brisvox::piper {
 
 // Which instruction set a run uses; kAuto picks the widest this CPU has.
 enum class WinogradIsa { kAuto, kAvx512, kAvx2, kGeneric };
@@ -96,4 +96,4 @@ bool run_avx2(const View& view, const float* x, const float* residual, float* y,
 void run_generic(const View& view, const float* x, const float* residual, float* y, int64_t length);
 }  // namespace winograd
 
-}  // namespace brisvox::runtime
+}  // namespace brisvox::piper

@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/winograd_conv.h"
-#include "runtime/winograd_matrices.h"
+#include "models/tts/piper/winograd_conv.h"
+#include "models/tts/piper/winograd_matrices.h"
 
-namespace brisvox::runtime::winograd {
+namespace brisvox::piper::winograd {
 // Everything here has internal linkage, and the kernel uses no standard-library template: a
 // function compiled with -mavx512f must never be what the linker picks for an inline function
 // that other files call too (a std::vector<float> method, std::min), or a CPU without AVX-512
@@ -258,4 +258,4 @@ struct Scalar {
 };
 
 }  // namespace
-}  // namespace brisvox::runtime::winograd
+}  // namespace brisvox::piper::winograd

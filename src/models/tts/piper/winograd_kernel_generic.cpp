@@ -1,10 +1,10 @@
 // The portable WinogradConv kernel: one float per "vector", any CPU, any channel count.
-#include "runtime/winograd_kernel.h"
+#include "models/tts/piper/winograd_kernel.h"
 
-namespace brisvox::runtime::winograd {
+namespace brisvox::piper::winograd {
 
 void run_generic(const View& view, const float* x, const float* residual, float* y, int64_t length) {
   run_with<Scalar>(view, x, residual, y, length);
 }
 
-}  // namespace brisvox::runtime::winograd
+}  // namespace brisvox::piper::winograd

@@ -2,9 +2,9 @@
 // has them, winograd_conv.cpp).
 #include <immintrin.h>
 
-#include "runtime/winograd_kernel.h"
+#include "models/tts/piper/winograd_kernel.h"
 
-namespace brisvox::runtime::winograd {
+namespace brisvox::piper::winograd {
 namespace {
 
 struct Avx2 {
@@ -53,4 +53,4 @@ bool run_avx2(const View& view, const float* x, const float* residual, float* y,
   return run_with<Avx2>(view, x, residual, y, length);
 }
 
-}  // namespace brisvox::runtime::winograd
+}  // namespace brisvox::piper::winograd

@@ -1,4 +1,4 @@
-#include "runtime/custom_ops.h"
+#include "models/tts/piper/winograd_op.h"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "models/tts/piper/winograd_conv.h"
 #include "runtime/model_signature.h"
-#include "runtime/winograd_conv.h"
+#include "runtime/op_domains.h"
 
-namespace brisvox::runtime {
+namespace brisvox::piper {
 namespace {
+
+using runtime::dims_string;
 
 struct WinogradConvKernel {
   std::unique_ptr<WinogradConv> conv;
@@ -122,17 +125,18 @@ struct WinogradConvOp : Ort::CustomOpBase<WinogradConvOp, WinogradConvKernel, tr
 
 }  // namespace
 
-bool custom_ops_vectorised() { return WinogradConv::available().front() != WinogradIsa::kGeneric; }
+bool winograd_vectorised() { return WinogradConv::available().front() != WinogradIsa::kGeneric; }
 
-void add_custom_ops(Ort::SessionOptions& options) {
+void register_winograd_op() {
   // Sessions keep pointers to the domain and its operators: both live until the process ends.
-  static WinogradConvOp* const winograd = new WinogradConvOp();
   static Ort::CustomOpDomain* const domain = [] {
-    auto* d = new Ort::CustomOpDomain(kCustomOpDomain);
+    static WinogradConvOp* const winograd = new WinogradConvOp();
+    auto* d = new Ort::CustomOpDomain(kPiperOpDomain);
     d->Add(winograd);
+    runtime::register_op_domain(*d);
     return d;
   }();
-  options.Add(*domain);
+  (void)domain;
 }
 
-}  // namespace brisvox::runtime
+}  // namespace brisvox::piper

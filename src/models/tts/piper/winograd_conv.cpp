@@ -1,4 +1,4 @@
-#include "runtime/winograd_conv.h"
+#include "models/tts/piper/winograd_conv.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 
 #include "base/log.h"
 #include "brisvox/error.h"
-#include "runtime/winograd_matrices.h"
+#include "models/tts/piper/winograd_matrices.h"
 
-namespace brisvox::runtime {
+namespace brisvox::piper {
 namespace {
 
 // U[k][c][o] = sum_i G[k][i] W[o][c][i], in double and in a fixed order: the same floats on
@@ -141,4 +141,4 @@ const char* WinogradConv::name(WinogradIsa isa) {
   return "?";
 }
 
-}  // namespace brisvox::runtime
+}  // namespace brisvox::piper

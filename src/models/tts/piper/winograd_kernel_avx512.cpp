@@ -2,9 +2,9 @@
 // has them, winograd_conv.cpp).
 #include <immintrin.h>
 
-#include "runtime/winograd_kernel.h"
+#include "models/tts/piper/winograd_kernel.h"
 
-namespace brisvox::runtime::winograd {
+namespace brisvox::piper::winograd {
 namespace {
 
 struct Avx512 {
@@ -64,4 +64,4 @@ bool run_avx512(const View& view, const float* x, const float* residual, float* 
   return run_with<Avx512>(view, x, residual, y, length);
 }
 
-}  // namespace brisvox::runtime::winograd
+}  // namespace brisvox::piper::winograd
