@@ -2,7 +2,7 @@
 // and fit windows, the batched decoder step, and a whole 3 s utterance on one stream.
 //   build/release/bench/brisvox_microbench --benchmark_filter=Whisper --benchmark_min_time=2s
 // Arguments: encoder (frames, batch, intra-op threads); decoder step (batch, audio positions per
-// slot, threads); transcribe (window 0 = full / 1 = fit, threads).
+// lane, threads); transcribe (window 0 = full / 1 = fit, threads).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -90,7 +90,7 @@ void BM_WhisperDecoderStep(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
   const int audio = static_cast<int>(state.range(1));
   brisvox::WhisperDecoderConfig config;
-  config.max_slots = batch;
+  config.max_lanes = batch;
   config.max_audio_positions = audio;
   config.session.intra_op_threads = static_cast<int>(state.range(2));
   brisvox::WhisperDecoder decoder(*model, config);

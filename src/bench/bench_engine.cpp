@@ -24,7 +24,7 @@ constexpr std::int64_t kFramePeriodNs = 32'000'000;
 constexpr double kFramesPerStreamSecond = 31.25;  // 16000 / 512
 constexpr std::size_t kMaxFramesPerPush = 8;      // LoopedAudio::kTailSamples covers this
 constexpr auto kTick = std::chrono::milliseconds(10);  // event polling and backlog sampling
-constexpr std::size_t kPushTimeSlots = 64;  // > frames a stream can hold (its ring), see StreamContext
+constexpr std::size_t kPushTimes = 64;  // > frames a stream can hold (its ring), see StreamContext
 
 std::int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -46,10 +46,10 @@ struct alignas(64) StreamContext {
   std::int64_t phase_ns = 0;     // realtime: offset of this stream's frames within the 32 ms period
   std::int64_t next_due_ns = 0;  // realtime: when the next frame is due
   bool started = false;
-  // Push time of frame k at [k % kPushTimeSlots], written before the push that completes it. The
-  // push publishes it (the ring's release store) before the worker can run the frame, and the slot
+  // Push time of frame k at [k % kPushTimes], written before the push that completes it. The
+  // push publishes it (the ring's release store) before the worker can run the frame, and the entry
   // is rewritten only 64 frames later, long after the frame was consumed (a ring holds 8).
-  std::array<std::int64_t, kPushTimeSlots> frame_push_ns{};
+  std::array<std::int64_t, kPushTimes> frame_push_ns{};
 
   // --- the stream's worker only (on_events), and its count for the backlog sampler ---
   alignas(64) std::uint64_t frames_done = 0;
@@ -62,7 +62,7 @@ struct alignas(64) StreamContext {
   void on_frame_done() noexcept {
     const std::uint64_t k = frames_done++;
     frames_done_shared.store(k + 1, std::memory_order_relaxed);
-    const std::int64_t pushed = frame_push_ns[k % kPushTimeSlots];
+    const std::int64_t pushed = frame_push_ns[k % kPushTimes];
     if (pushed >= recorder->window_start_ns.load(std::memory_order_relaxed) &&
         pushed < recorder->window_end_ns.load(std::memory_order_relaxed)) {
       recorder->histogram.record(static_cast<double>(now_ns() - pushed) / 1000.0);
@@ -110,7 +110,7 @@ class Feeder {
     const std::uint64_t first = c.samples_accepted / kFrameSamples;
     const std::uint64_t end = (c.samples_accepted + n) / kFrameSamples;
     const std::int64_t t = now_ns();
-    for (std::uint64_t f = first; f < end; ++f) c.frame_push_ns[f % kPushTimeSlots] = t;
+    for (std::uint64_t f = first; f < end; ++f) c.frame_push_ns[f % kPushTimes] = t;
     const std::size_t accepted = stream.push(std::span(audio_.samples.data() + c.audio_pos, n));
     c.samples_accepted += accepted;
     // A real-time source cannot wait: what was refused is lost and the audio moves on.
@@ -154,7 +154,7 @@ class Feeder {
       std::int64_t next = now + kFramePeriodNs;
       for (int i = 0; i < active; ++i) {
         StreamContext& c = contexts_[static_cast<std::size_t>(i)];
-        if (!c.started) {  // its first frame: the first slot of its phase from now on
+        if (!c.started) {  // its first frame: the first period of its phase from now on
           c.started = true;
           const std::int64_t since = now - epoch_ns_ - c.phase_ns;
           const std::int64_t k = since <= 0 ? 0 : (since + kFramePeriodNs - 1) / kFramePeriodNs;
@@ -235,8 +235,8 @@ EnginePhaseResult run_engine_phase(const EnginePhaseSpec& spec, const LoopedAudi
     StreamContext& c = contexts[i];
     c.recorder = &recorder;
     c.audio_pos = audio.offset_for(i, num_streams);
-    const std::size_t slot = i < first_part ? (first_part == num_streams ? i : 2 * i) : 2 * (i - first_part) + 1;
-    c.phase_ns = static_cast<std::int64_t>(slot % num_streams) * kFramePeriodNs / static_cast<std::int64_t>(num_streams);
+    const std::size_t place = i < first_part ? (first_part == num_streams ? i : 2 * i) : 2 * (i - first_part) + 1;
+    c.phase_ns = static_cast<std::int64_t>(place % num_streams) * kFramePeriodNs / static_cast<std::int64_t>(num_streams);
   }
   auto open = [&](std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) {

@@ -63,7 +63,7 @@ Command add_bench_command(CLI::App& app) {
   app.add_option("--stt-workers", o->stt_workers, "Whisper workers of the stt phase")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app.add_option("--stt-max-batch", o->stt_max_batch, "Whisper decoder slots per worker (segments decoded together)")
+  app.add_option("--stt-max-batch", o->stt_max_batch, "Whisper decoder lanes per worker (segments decoded together)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--tts-voice", o->tts_voice,

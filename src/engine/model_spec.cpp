@@ -71,7 +71,7 @@ ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
     case ModelFamily::kWhisper:
       // One worker: the VAD needs the other core (a second worker shares the ~320 MB of sessions).
       if (r.num_workers == 0) r.num_workers = 1;
-      // Every request owns a decoder slot while it is decoded: as many as the slots.
+      // Every request owns a decoder lane while it is decoded: as many as the slots.
       if (max_pending == 0) r.max_pending = r.num_workers * r.max_batch;
       r.path = resolve_stt_model(path);
       break;

@@ -53,7 +53,7 @@ std::vector<std::unique_ptr<Stage>> make_stages(StreamConfig& config, int model_
     if (stage->search().max_positions() > stt->max_positions()) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("the stt stage's decoding needs {} decoder positions (max_new_tokens {}), the model's "
-                              "decoder slots hold {}",
+                              "decoder lanes hold {}",
                               stage->search().max_positions(), config.stt->decode.max_new_tokens, stt->max_positions()));
     }
     stages.push_back(std::move(stage));

@@ -128,31 +128,31 @@ std::string share_key(const struct stat& st, const std::string& path, const Sess
   return key;
 }
 
-// The live shared sessions, by share_key. A slot holds its session weakly: the session goes when
-// its last ModelSession does. A slot's own mutex is held while its session loads, so that workers
+// The live shared sessions, by share_key. An entry holds its session weakly: the session goes when
+// its last ModelSession does. An entry's own mutex is held while its session loads, so that workers
 // starting together load it once, while loads of other files go on in parallel.
-struct SharedSlot {
+struct SharedEntry {
   std::mutex loading;
   std::weak_ptr<Ort::Session> session;
   ModelInfo info;
   std::vector<std::string> providers;
 };
 
-std::shared_ptr<SharedSlot> shared_slot(const std::string& key) {
+std::shared_ptr<SharedEntry> shared_entry(const std::string& key) {
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<SharedSlot>> slots;
+  static std::map<std::string, std::shared_ptr<SharedEntry>> entries;
   std::lock_guard lock(mutex);
-  // Drop the slots of sessions gone, so that the map stays as small as the live sessions.
-  for (auto it = slots.begin(); it != slots.end();) {
+  // Drop the entries of sessions gone, so that the map stays as small as the live sessions.
+  for (auto it = entries.begin(); it != entries.end();) {
     if (it->first != key && it->second->session.expired() && it->second.use_count() == 1) {
-      it = slots.erase(it);
+      it = entries.erase(it);
     } else {
       ++it;
     }
   }
-  auto& slot = slots[key];
-  if (!slot) slot = std::make_shared<SharedSlot>();
-  return slot;
+  auto& entry = entries[key];
+  if (!entry) entry = std::make_shared<SharedEntry>();
+  return entry;
 }
 
 }  // namespace
@@ -248,14 +248,14 @@ ModelSession ModelSession::load_file(const std::string& path, const SessionConfi
     auto session = load(providers, info);
     return ModelSession(std::move(session), std::move(info), std::move(providers));
   }
-  const std::shared_ptr<SharedSlot> slot = shared_slot(share_key(st, path, config));
-  std::lock_guard lock(slot->loading);
-  std::shared_ptr<Ort::Session> session = slot->session.lock();
+  const std::shared_ptr<SharedEntry> entry = shared_entry(share_key(st, path, config));
+  std::lock_guard lock(entry->loading);
+  std::shared_ptr<Ort::Session> session = entry->session.lock();
   if (!session) {
-    session = load(slot->providers, slot->info);
-    slot->session = session;
+    session = load(entry->providers, entry->info);
+    entry->session = session;
   }
-  return ModelSession(std::move(session), slot->info, slot->providers);
+  return ModelSession(std::move(session), entry->info, entry->providers);
 }
 
 ModelSession ModelSession::load_memory(std::span<const std::byte> bytes, const std::string& name,

@@ -88,22 +88,22 @@ double bare_decoder_allocations_per_run(int b, int cache, int audio) {
 }
 
 TEST(WhisperAllocations, DecoderStepAddsNothingToOnnxRuntimes) {
-  constexpr int kSlots = 4;
-  WhisperDecoder decoder(model(), WhisperDecoderConfig{kSlots, 0, 0, {}});
-  WhisperEncoder encoder(model(), WhisperEncoderConfig{kSlots, 100, {}});
+  constexpr int kLanes = 4;
+  WhisperDecoder decoder(model(), WhisperDecoderConfig{kLanes, 0, 0, {}});
+  WhisperEncoder encoder(model(), WhisperEncoderConfig{kLanes, 100, {}});
   std::vector<float> mel(80 * 400, 0.25f);
-  for (int s = 0; s < kSlots; ++s) {
+  for (int s = 0; s < kLanes; ++s) {
     ASSERT_EQ(decoder.acquire(), s);
     const float* p = mel.data();
     const WhisperEncoderOutput out = decoder.begin(s, 200);
     encoder.run(400, std::span(&p, 1), std::span(&out, 1));
   }
-  std::vector<int> tokens(kSlots, model().config().tokens.sot);
-  // Sequences leave and join (release, acquire, begin) as their caches fill: the slot
+  std::vector<int> tokens(kLanes, model().config().tokens.sot);
+  // Sequences leave and join (release, acquire, begin) as their caches fill: the lane
   // bookkeeping is on the measured path too.
   auto one_step = [&] {
     decoder.step(tokens);
-    for (int s = 0; s < kSlots; ++s) {
+    for (int s = 0; s < kLanes; ++s) {
       tokens[static_cast<std::size_t>(s)] = 1 + (decoder.position(s) % 50);
       if (decoder.position(s) >= decoder.max_tokens() - s) {
         decoder.release(s);
@@ -117,8 +117,8 @@ TEST(WhisperAllocations, DecoderStepAddsNothingToOnnxRuntimes) {
     for (int i = 0; i < kMeasured; ++i) one_step();
   });
   const double per_step = static_cast<double>(n) / kMeasured;
-  const double bare = bare_decoder_allocations_per_run(kSlots, decoder.max_tokens(), decoder.max_audio_positions());
-  std::printf("decoder step at batch %d: %.3f allocations per step; bare ONNX Runtime Run: %.3f\n", kSlots, per_step,
+  const double bare = bare_decoder_allocations_per_run(kLanes, decoder.max_tokens(), decoder.max_audio_positions());
+  std::printf("decoder step at batch %d: %.3f allocations per step; bare ONNX Runtime Run: %.3f\n", kLanes, per_step,
               bare);
   RecordProperty("ort_allocations_per_decoder_run", std::to_string(bare));
   EXPECT_DOUBLE_EQ(per_step, bare) << "brisvox code allocated in WhisperDecoder::step";

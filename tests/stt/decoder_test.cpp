@@ -1,4 +1,4 @@
-// The batched encoder and decoder on generated models: slots, batch invariance, limits, bad input,
+// The batched encoder and decoder on generated models: lanes, batch invariance, limits, bad input,
 // cancellation.
 #include "brisvox/models/stt/whisper_decoder.h"
 
@@ -37,7 +37,7 @@ void encode_into(WhisperEncoder& encoder, const std::vector<float>& mel, const W
   encoder.run(400, std::span(&p, 1), std::span(&out, 1));
 }
 
-TEST(WhisperDecoder, SlotsAreTakenLowestFirstAndHolesRideAlong) {
+TEST(WhisperDecoder, LanesAreTakenLowestFirstAndHolesRideAlong) {
   WhisperDecoder d(en_model(), WhisperDecoderConfig{4, 0, 0, {}});
   EXPECT_EQ(d.active_end(), 0);
   EXPECT_EQ(d.acquire(), 0);
@@ -55,16 +55,16 @@ TEST(WhisperDecoder, SlotsAreTakenLowestFirstAndHolesRideAlong) {
   EXPECT_EQ(d.active_end(), 2);
   EXPECT_THROW(d.release(3), Error);
   EXPECT_THROW(d.begin(7, 10), Error);
-  EXPECT_THROW(d.begin(0, 201), Error);  // more audio positions than the slots hold
+  EXPECT_THROW(d.begin(0, 201), Error);  // more audio positions than the lanes hold
   EXPECT_EQ(d.max_tokens(), 36);         // min(64, 4 + 64 / 2)
   EXPECT_EQ(d.max_audio_positions(), 200);
 }
 
-TEST(WhisperDecoder, BytesPerSlotFollowTheStatedFormula) {
+TEST(WhisperDecoder, BytesPerLaneFollowTheStatedFormula) {
   WhisperDecoder d(en_model(), WhisperDecoderConfig{2, 20, 150, {}});
   // 8 x layers x state x (tokens + audio) + 4 x vocab, plus the new-row buffer and three int64.
   const std::size_t expected = 8 * 2 * 64 * (20 + 150) + 4 * 1811 + 4 * 2 * 2 * 64 + 3 * 8;
-  EXPECT_EQ(d.bytes_per_slot(), expected);
+  EXPECT_EQ(d.bytes_per_lane(), expected);
 }
 
 // Every sequence's logits are the same alone and batched with others (holes and different
@@ -88,8 +88,8 @@ TEST(WhisperDecoder, BatchedStepsEqualSingleSteps) {
       alone[static_cast<std::size_t>(i)].emplace_back(l.begin(), l.end());
     }
   }
-  // Batched: slots 0 and 2 start together, slot 1 joins two steps later (so positions differ),
-  // and a padding slot sits between them for the first two steps. The encoder runs the three
+  // Batched: lanes 0 and 2 start together, lane 1 joins two steps later (so positions differ),
+  // and a padding lane sits between them for the first two steps. The encoder runs the three
   // windows in one batch.
   WhisperDecoder d(m, WhisperDecoderConfig{3, 0, 0, {}});
   const int a = d.acquire(), hole = d.acquire(), c = d.acquire();

@@ -322,12 +322,12 @@ TEST(WhisperParity, BatchedDecodingEqualsOneAtATime) {
   }
   std::vector<float> mel(80 * 3000);
   std::vector<WhisperSequence> seqs(4, WhisperSequence(search));
-  std::vector<const Golden*> in_slot(4, nullptr);
+  std::vector<const Golden*> in_lane(4, nullptr);
   std::vector<int> tokens(4, 0);
   std::size_t next = 0, finished = 0;
   int step = 0;
   while (finished < queue.size()) {
-    // One new sequence every third step while a slot is free: joins happen mid-decoding.
+    // One new sequence every third step while a lane is free: joins happen mid-decoding.
     if (next < queue.size() && step % 3 == 0) {
       const int s = decoder.acquire();
       if (s >= 0) {
@@ -338,7 +338,7 @@ TEST(WhisperParity, BatchedDecodingEqualsOneAtATime) {
         const WhisperEncoderOutput out = decoder.begin(s, WhisperEncoder::positions(frames));
         encoder.run(frames, std::span(&p, 1), std::span(&out, 1));
         seqs[static_cast<std::size_t>(s)].reset();
-        in_slot[static_cast<std::size_t>(s)] = queue[next++];
+        in_lane[static_cast<std::size_t>(s)] = queue[next++];
       }
     }
     ++step;
@@ -352,7 +352,7 @@ TEST(WhisperParity, BatchedDecodingEqualsOneAtATime) {
       WhisperSequence& seq = seqs[static_cast<std::size_t>(s)];
       seq.consume(decoder.logits(s));
       if (!seq.done()) continue;
-      const Golden& alone = *in_slot[static_cast<std::size_t>(s)];
+      const Golden& alone = *in_lane[static_cast<std::size_t>(s)];
       ASSERT_EQ(alone.avg_logprobs.size(), 1u);
       EXPECT_EQ(std::vector<int>(seq.tokens().begin(), seq.tokens().end()), alone.tokens) << alone.name;
       EXPECT_NEAR(seq.avg_logprob(), alone.avg_logprobs[0], 2e-3) << alone.name;

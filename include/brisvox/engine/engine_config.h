@@ -53,7 +53,7 @@ struct ModelSpec {
   int max_gather_wait_us = -1;
   // Request models: requests in flight across all streams (each holds its input, e.g. 8 s of
   // audio for Smart Turn); a stream whose request finds none free waits for one. 0: the family's
-  // default (Smart Turn 16; Whisper: num_workers x max_batch, its decoder slots). Ignored by
+  // default (Smart Turn 16; Whisper: num_workers x max_batch, its decoder lanes). Ignored by
   // frame-synchronous models. Piper: speech sessions open at once (each holds its payload
   // channel); default 256.
   int max_pending = 0;

@@ -76,7 +76,7 @@ SttAdapter::SttAdapter(const WhisperModel& model, const ModelSpec& spec, SttPool
   mels_.assign(b * WhisperFeatures::kMels * static_cast<std::size_t>(full_frames_), 0.0f);
   mel_ptrs_.resize(b);
   outputs_.resize(b);
-  tokens_.assign(static_cast<std::size_t>(decoder_.max_slots()), 0);
+  tokens_.assign(static_cast<std::size_t>(decoder_.max_lanes()), 0);
   rows_.resize(b);
 }
 
@@ -89,7 +89,7 @@ std::int64_t SttAdapter::prepare(SttRequest& r, std::size_t row) {
   rows_[row] = &r;
   if (r.key == decode_key_) {
     decoding_ = true;
-    tokens_[static_cast<std::size_t>(r.slot)] = r.sequence->next_token();
+    tokens_[static_cast<std::size_t>(r.lane)] = r.sequence->next_token();
     return r.ready_since_ns;
   }
   decoding_ = false;
@@ -125,11 +125,11 @@ std::int64_t SttAdapter::prepare_encode(SttRequest& r, std::size_t row) {
   if (frames != r.window_frames) {
     throw Error(ErrorCode::kInternal, fmt::format("segment window {} frames, expected {}", frames, r.window_frames));
   }
-  r.slot = decoder_.acquire();
-  if (r.slot < 0) {
-    throw Error(ErrorCode::kInternal, "no free decoder slot (the pool pins at most max_batch segments per worker)");
+  r.lane = decoder_.acquire();
+  if (r.lane < 0) {
+    throw Error(ErrorCode::kInternal, "no free decoder lane (the pool pins at most max_batch segments per worker)");
   }
-  outputs_[row] = decoder_.begin(r.slot, WhisperEncoder::positions(frames));
+  outputs_[row] = decoder_.begin(r.lane, WhisperEncoder::positions(frames));
   mel_ptrs_[row] = mel;
   frames_ = frames;
   return r.ready_since_ns;
@@ -137,9 +137,9 @@ std::int64_t SttAdapter::prepare_encode(SttRequest& r, std::size_t row) {
 
 void SttAdapter::run(int key, std::size_t rows) {
   if (key == decode_key_) {
-    // A step advances every busy slot: each must be a row of this batch (see the header).
+    // A step advances every busy lane: each must be a row of this batch (see the header).
     if (static_cast<int>(rows) != decoder_.busy_count()) {
-      throw Error(ErrorCode::kInternal, fmt::format("decoder step of {} sequences with {} slots busy", rows,
+      throw Error(ErrorCode::kInternal, fmt::format("decoder step of {} sequences with {} lanes busy", rows,
                                                     decoder_.busy_count()));
     }
     decoder_.step(tokens_);
@@ -184,12 +184,12 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     return true;
   }
   WhisperSequence& seq = *r.sequence;
-  seq.consume(decoder_.logits(r.slot));
+  seq.consume(decoder_.logits(r.lane));
   if (!seq.done()) return true;
   if (seq.hit_token_limit() && r.window_frames < full_frames_ && r.stage->options().fit_fallback) {
     // Whisper repeated itself in the cut window: the full window, from the encoder on.
-    decoder_.release(r.slot);
-    r.slot = -1;
+    decoder_.release(r.lane);
+    r.lane = -1;
     r.sequence.reset();
     r.window_frames = full_frames_;
     r.key = key_of_window(full_frames_);
@@ -208,8 +208,8 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
 }
 
 void SttAdapter::finish(SttRequest& r) {
-  if (r.slot >= 0) decoder_.release(r.slot);
-  r.slot = -1;
+  if (r.lane >= 0) decoder_.release(r.lane);
+  r.lane = -1;
   r.sequence.reset();
   load_.fetch_sub(1, std::memory_order_relaxed);
   StreamState& s = *r.stream;

@@ -6,16 +6,16 @@
 // it to the stt pool, pinned to the least loaded worker. A request then goes through the same
 // worker's runs:
 //   1. an encoder run (job key: the segment's window length, so that a batch holds one length):
-//      the log-mel features, a decoder slot acquired, the encoder's output written into it;
+//      the log-mel features, a decoder lane acquired, the encoder's output written into it;
 //   2. decoder steps (job key kDecodeKey): every segment being decoded on the worker advances by
 //      one token per step, in one run; a segment joins after its encoder run and leaves at
 //      <|endoftext|> or the token limit (a fit window that ends at the limit goes back to step 1
 //      in the full window);
 //   3. the result into the stream's mailbox, the stream woken on its VAD worker, which alone emits
 //      the kTranscript event (text as payload) and then gives the request slot back.
-// A decoder step runs every busy slot of the worker, so every sequence being decoded must be in
+// A decoder step runs every busy lane of the worker, so every sequence being decoded must be in
 // each decode batch: they are (they are queued again together after each step, and max_batch is
-// the decoder's slot count), and prepare() checks it.
+// the decoder's lane count), and prepare() checks it.
 //
 // A stream whose segment finds no free request slot holds its frames (its history must keep the
 // segment's audio) until the pool gives a slot back and wakes it: nothing is dropped.
@@ -120,7 +120,7 @@ struct SttRequest : PoolJob {
   std::vector<float> audio;            // capacity: 30 s at 16 kHz
   std::size_t num_samples = 0;
   int window_frames = 0;               // the encoder window it is (to be) encoded in
-  int slot = -1;                       // its decoder slot, while encoded
+  int lane = -1;                       // its decoder lane, while encoded
   std::optional<WhisperSequence> sequence;  // its decoding, while in the decoder
   // The result, for the stream's VAD worker.
   Transcript transcript;
@@ -152,7 +152,7 @@ class SttAdapter {
 
  private:
   std::int64_t prepare_encode(SttRequest& r, std::size_t row);
-  void finish(SttRequest& r);  // the result to the stream, the decoder slot and the load back
+  void finish(SttRequest& r);  // the result to the stream, the decoder lane and the load back
 
   const WhisperModel* model_;
   SttPool* pool_;
@@ -169,7 +169,7 @@ class SttAdapter {
   std::vector<float> mels_;                  // [max_batch, 80, full_frames]
   std::vector<const float*> mel_ptrs_;
   std::vector<WhisperEncoderOutput> outputs_;
-  std::vector<int> tokens_;                  // [max_slots], one per decoder slot
+  std::vector<int> tokens_;                  // [max_lanes], one per decoder lane
   std::vector<SttRequest*> rows_;            // the batch being run
   int frames_ = 0;                           // window of the encoder batch being run
   bool decoding_ = false;                    // the batch being run is a decoder step
@@ -184,7 +184,7 @@ class SttPool final : public ModelPool {
 
   const WhisperModel& model() const noexcept { return *model_; }
   std::size_t capacity() const noexcept { return slots_->capacity(); }
-  // Positions a decoder slot holds: a stream's decoding options must fit (search.max_positions()).
+  // Positions a decoder lane holds: a stream's decoding options must fit (search.max_positions()).
   int max_positions() const noexcept { return max_positions_; }
 
   // VAD worker: queues the transcription of `audio` (model-rate samples of the segment

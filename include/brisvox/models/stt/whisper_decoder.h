@@ -1,36 +1,36 @@
 // Whisper's decoder, one token per sequence per step, for many sequences at once.
 //
-// A WhisperDecoder belongs to one worker thread. It owns `max_slots` slots; a slot holds one
+// A WhisperDecoder belongs to one worker thread. It owns `max_lanes` lanes; a lane holds one
 // sequence's state: its self-attention keys/values (one row per position fed so far, up to
 // max_tokens) and its cross-attention keys/values (the encoder's output for its segment, up to
 // max_audio_positions rows). Sequences join and leave between steps:
 //
-//   int s = decoder.acquire();                      // the lowest free slot (-1: all busy)
+//   int s = decoder.acquire();                      // the lowest free lane (-1: all busy)
 //   encoder.run(frames, {mel}, {decoder.begin(s, WhisperEncoder::positions(frames))});
 //   while (...) { tokens[s] = ...; decoder.step(tokens); use decoder.logits(s); }
 //   decoder.release(s);
 //
-// Slot assignment: acquire() returns the lowest free slot, so busy slots stay packed at the low
-// end; a step runs the slots [0, active_end()), where active_end() is one past the highest busy
-// slot. Free slots below it ride along as padding (fed a dummy token; their results are ignored):
+// Lane assignment: acquire() returns the lowest free lane, so busy lanes stay packed at the low
+// end; a step runs the lanes [0, active_end()), where active_end() is one past the highest busy
+// lane. Free lanes below it ride along as padding (fed a dummy token; their results are ignored):
 // compute, not data movement, is what a hole costs, and the next acquire() fills it.
 //
 // What a step costs, by layout (see WhisperModel):
-//   kBrisvox     one ONNX Runtime Run for all active_end() slots. Packing: 3 int64 per slot
+//   kBrisvox     one ONNX Runtime Run for all active_end() lanes. Packing: 3 int64 per lane
 //                (token, position, audio length) written into preallocated tensors; the caches
-//                are bound in place (no copy). After the Run, each busy slot's new key/value row
+//                are bound in place (no copy). After the Run, each busy lane's new key/value row
 //                is copied into its cache: 2 x n_text_layer x n_text_state floats. The Run reads
-//                every slot's whole cache and audio capacity (rows past a sequence's length are
+//                every lane's whole cache and audio capacity (rows past a sequence's length are
 //                masked), so a step costs the same at every position: O(max_tokens +
-//                max_audio_positions) per slot, never more with a longer prefix.
-//   kSherpaOnnx  one Run per busy slot (the graph takes one offset for its batch). The caches are
+//                max_audio_positions) per lane, never more with a longer prefix.
+//   kSherpaOnnx  one Run per busy lane (the graph takes one offset for its batch). The caches are
 //                bound in place; the graph rewrites its whole self-attention cache output
 //                (n_text_ctx rows) into a shared scratch, of which brisvox copies back the one new
 //                row per layer.
-//   kOptimum     one Run per busy slot. The graph takes the past keys/values as exactly
-//                `position` rows, so each step packs the slot's cached rows into a shared
+//   kOptimum     one Run per busy lane. The graph takes the past keys/values as exactly
+//                `position` rows, so each step packs the lane's cached rows into a shared
 //                scratch: O(position) floats copied, growing with the prefix.
-// Memory per slot: bytes_per_slot() (kBrisvox: 8 x n_text_layer x n_text_state x (max_tokens +
+// Memory per lane: bytes_per_lane() (kBrisvox: 8 x n_text_layer x n_text_state x (max_tokens +
 // max_audio_positions + 1) + 4 x n_vocab + 24 bytes). Whisper tiny at the defaults (228 tokens,
 // 1500 positions): 21.5 MB, of which 18.4 MB are the cross-attention keys/values of a full window
 // and 2.8 MB the self-attention cache; with max_audio_positions 500 (fit windows up to 10 s):
@@ -53,13 +53,13 @@
 namespace brisvox {
 
 struct WhisperDecoderConfig {
-  int max_slots = 8;            // sequences decoded together, 1..256
-  // Positions a slot's self-attention cache holds (prompt + generated tokens); 0 = the default,
+  int max_lanes = 8;            // sequences decoded together, 1..256
+  // Positions a lane's self-attention cache holds (prompt + generated tokens); 0 = the default,
   // min(n_text_ctx, 4 + n_text_ctx / 2) = 228 for Whisper: the longest prompt (sot, language,
   // task, notimestamps) plus faster-whisper's cap of n_text_ctx / 2 sampled tokens.
   // kSherpaOnnx always uses n_text_ctx (its graph's fixed cache length).
   int max_tokens = 0;
-  // Encoder positions a slot holds; 0 = n_audio_ctx (a full window). A decoder made only for fit
+  // Encoder positions a lane holds; 0 = n_audio_ctx (a full window). A decoder made only for fit
   // windows of up to 10 s can use 500 and a third of the memory.
   int max_audio_positions = 0;
   SessionConfig session;
@@ -73,38 +73,38 @@ class WhisperDecoder {
   WhisperDecoder(WhisperDecoder&&) noexcept;
   WhisperDecoder& operator=(WhisperDecoder&&) noexcept;
 
-  int max_slots() const;
+  int max_lanes() const;
   int max_tokens() const;
   int max_audio_positions() const;
-  std::size_t bytes_per_slot() const;
+  std::size_t bytes_per_lane() const;
   const ModelInfo& model_info() const;
   WhisperLayout layout() const;
 
-  // The lowest free slot, now busy (position 0, no audio yet), or -1 if all are busy.
+  // The lowest free lane, now busy (position 0, no audio yet), or -1 if all are busy.
   int acquire();
-  // Starts a sequence in busy slot `slot` on a segment of `audio_positions` encoder positions
+  // Starts a sequence in busy lane `lane` on a segment of `audio_positions` encoder positions
   // (1..max_audio_positions; kOptimum: exactly n_audio_ctx) and returns where the encoder must
-  // write that segment's output before the slot's first step. Resets the slot's position to 0.
-  WhisperEncoderOutput begin(int slot, int audio_positions);
-  // Frees a busy slot; its sequence's state is forgotten.
-  void release(int slot);
+  // write that segment's output before the lane's first step. Resets the lane's position to 0.
+  WhisperEncoderOutput begin(int lane, int audio_positions);
+  // Frees a busy lane; its sequence's state is forgotten.
+  void release(int lane);
 
-  bool busy(int slot) const;
+  bool busy(int lane) const;
   int busy_count() const;
-  int active_end() const;       // one past the highest busy slot (0 when none)
-  int position(int slot) const; // tokens fed so far
+  int active_end() const;       // one past the highest busy lane (0 when none)
+  int position(int lane) const; // tokens fed so far
 
-  // One step: every busy slot s below active_end() feeds tokens[s] at position(s) (< max_tokens)
+  // One step: every busy lane s below active_end() feeds tokens[s] at position(s) (< max_tokens)
   // and gets the logits for its next token; positions advance by one. tokens.size() must be at
-  // least active_end(); entries of free slots are ignored.
-  // Throws Error(kInvalidArgument) for a slot whose cache is full or that has no audio (no
+  // least active_end(); entries of free lanes are ignored.
+  // Throws Error(kInvalidArgument) for a lane whose cache is full or that has no audio (no
   // begin()), a token outside [0, n_vocab); Error(kRuntime) if ONNX Runtime fails (or the Run was
   // cancelled): the positions are then unchanged.
   void step(std::span<const int> tokens);
 
-  // Slot s's logits from the last step, [n_vocab]; writable so that a search can suppress tokens
+  // Lane s's logits from the last step, [n_vocab]; writable so that a search can suppress tokens
   // in place. Valid until the next step().
-  std::span<float> logits(int slot);
+  std::span<float> logits(int lane);
 
   // Any thread: makes the Run in progress (and later ones) fail until clear_cancel().
   void cancel_run() noexcept;

@@ -1,5 +1,5 @@
 // Whisper's encoder, batched: several segments' log-mel windows in one ONNX Runtime Run, each
-// segment's output written where the caller says (usually a WhisperDecoder slot, see
+// segment's output written where the caller says (usually a WhisperDecoder lane, see
 // WhisperDecoder::begin).
 //
 // One session and preallocated tensors (one set of Ort::Value views per batch size and window

@@ -66,7 +66,7 @@ class WhisperGreedySearch {
   std::span<const int> prompt() const { return prompt_; }
   int max_new_tokens() const { return max_new_tokens_; }
   // Positions a sequence feeds at most: prompt length + max_new_tokens - 1 (the last sampled
-  // token is never fed). A decoder slot must hold that many (WhisperDecoderConfig::max_tokens).
+  // token is never fed). A decoder lane must hold that many (WhisperDecoderConfig::max_tokens).
   int max_positions() const { return static_cast<int>(prompt_.size()) + max_new_tokens_ - 1; }
 
  private:

@@ -1,5 +1,5 @@
-// The layout-specific half of WhisperDecoder: how slots are stored and how a step runs. The
-// common half (slot bookkeeping, argument checks) is in whisper_decoder.cpp.
+// The layout-specific half of WhisperDecoder: how lanes are stored and how a step runs. The
+// common half (lane bookkeeping, argument checks) is in whisper_decoder.cpp.
 #pragma once
 
 #include <onnxruntime_cxx_api.h>
@@ -17,33 +17,33 @@
 namespace brisvox {
 
 struct WhisperDecoder::Backend {
-  Backend(WhisperLayout l, runtime::ModelSession s, const WhisperConfig& c, int slots, int tokens, int audio)
+  Backend(WhisperLayout l, runtime::ModelSession s, const WhisperConfig& c, int lanes, int tokens, int audio)
       : layout(l),
         session(std::move(s)),
         config(c),
-        max_slots(slots),
+        max_lanes(lanes),
         max_tokens(tokens),
         max_audio(audio),
-        busy(static_cast<std::size_t>(slots), 0),
-        positions(static_cast<std::size_t>(slots), 0),
-        audio_positions(static_cast<std::size_t>(slots), 0),
-        logits(static_cast<std::size_t>(slots) * static_cast<std::size_t>(c.dims.n_vocab), 0.0f) {}
+        busy(static_cast<std::size_t>(lanes), 0),
+        positions(static_cast<std::size_t>(lanes), 0),
+        audio_positions(static_cast<std::size_t>(lanes), 0),
+        logits(static_cast<std::size_t>(lanes) * static_cast<std::size_t>(c.dims.n_vocab), 0.0f) {}
   virtual ~Backend() = default;
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
-  // Where slot `slot`'s encoder output goes for a segment of `audio` positions (already checked
+  // Where lane `lane`'s encoder output goes for a segment of `audio` positions (already checked
   // against max_audio and the layout's rule).
-  virtual WhisperEncoderOutput encoder_target(int slot, int audio) = 0;
-  // Runs one step for slots [0, end): busy ones feed tokens[s] at positions[s]; stores each busy
-  // slot's new key/value row and leaves its logits in `logits`. Positions are advanced by the
+  virtual WhisperEncoderOutput encoder_target(int lane, int audio) = 0;
+  // Runs one step for lanes [0, end): busy ones feed tokens[s] at positions[s]; stores each busy
+  // lane's new key/value row and leaves its logits in `logits`. Positions are advanced by the
   // caller after a successful return.
   virtual void run(int end, std::span<const int> tokens) = 0;
-  virtual std::size_t bytes_per_slot() const = 0;
-  // kOptimum: a slot's audio must be exactly n_audio_ctx positions.
+  virtual std::size_t bytes_per_lane() const = 0;
+  // kOptimum: a lane's audio must be exactly n_audio_ctx positions.
   virtual bool needs_full_audio() const { return false; }
 
-  std::span<float> slot_logits(int s) {
+  std::span<float> lane_logits(int s) {
     const auto v = static_cast<std::size_t>(config.dims.n_vocab);
     return {logits.data() + static_cast<std::size_t>(s) * v, v};
   }
@@ -52,23 +52,23 @@ struct WhisperDecoder::Backend {
   WhisperLayout layout;
   runtime::ModelSession session;
   WhisperConfig config;
-  int max_slots;
+  int max_lanes;
   int max_tokens;
   int max_audio;
   std::vector<std::uint8_t> busy;
   std::vector<int> positions;
   std::vector<int> audio_positions;  // 0 until begin()
-  std::vector<float> logits;         // [max_slots, n_vocab]
+  std::vector<float> logits;         // [max_lanes, n_vocab]
 };
 
 namespace whisper_detail {
 
 std::unique_ptr<WhisperDecoder::Backend> make_brisvox_decoder(runtime::ModelSession session, const WhisperConfig& config,
-                                                              int slots, int tokens, int audio);
+                                                              int lanes, int tokens, int audio);
 std::unique_ptr<WhisperDecoder::Backend> make_sherpa_decoder(runtime::ModelSession session, const WhisperConfig& config,
-                                                             int slots, int audio);
+                                                             int lanes, int audio);
 std::unique_ptr<WhisperDecoder::Backend> make_optimum_decoder(runtime::ModelSession session, const WhisperConfig& config,
-                                                              int slots, int tokens);
+                                                              int lanes, int tokens);
 
 // Ort::Value over caller-owned memory.
 template <typename T, std::size_t R>

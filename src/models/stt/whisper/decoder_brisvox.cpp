@@ -1,10 +1,10 @@
-// The brisvox layout's decoder: every active slot in one Run, caches bound in place.
+// The brisvox layout's decoder: every active lane in one Run, caches bound in place.
 //
-// Storage (floats), laid out so that the first b slots of every per-layer tensor are contiguous
+// Storage (floats), laid out so that the first b lanes of every per-layer tensor are contiguous
 // and a Run binds them without a copy:
-//   self_  [layer][k|v][slot][head][max_tokens][head_dim]
-//   cross_ [layer][k|v][slot][head][max_audio][head_dim]
-// One set of Ort::Values per batch size b (1..max_slots) views the first b slots.
+//   self_  [layer][k|v][lane][head][max_tokens][head_dim]
+//   cross_ [layer][k|v][lane][head][max_audio][head_dim]
+// One set of Ort::Values per batch size b (1..max_lanes) views the first b lanes.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -40,8 +40,8 @@ runtime::ModelSignature signature(const WhisperDims& d) {
 
 class BrisvoxDecoder final : public WhisperDecoder::Backend {
  public:
-  BrisvoxDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int slots, int tokens, int audio)
-      : Backend(WhisperLayout::kBrisvox, std::move(model_session), c, slots, tokens, audio) {
+  BrisvoxDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int lanes, int tokens, int audio)
+      : Backend(WhisperLayout::kBrisvox, std::move(model_session), c, lanes, tokens, audio) {
     const WhisperDims& d = config.dims;
     const auto binding = runtime::check_signature(session.info(), signature(d));
     for (const auto& n : binding.input_names) in_names_.add(n);
@@ -52,10 +52,10 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     H_ = static_cast<std::size_t>(d.n_text_head);
     hd_ = static_cast<std::size_t>(d.head_dim());
     D_ = static_cast<std::size_t>(d.n_text_state);
-    S_ = static_cast<std::size_t>(max_slots);
+    S_ = static_cast<std::size_t>(max_lanes);
     C_ = static_cast<std::size_t>(max_tokens);
     T_ = static_cast<std::size_t>(max_audio);
-    // Zero-filled: a padding slot reads finite numbers, whatever ran there before.
+    // Zero-filled: a padding lane reads finite numbers, whatever ran there before.
     self_.assign(L_ * 2 * S_ * H_ * C_ * hd_, 0.0f);
     cross_.assign(L_ * 2 * S_ * H_ * T_ * hd_, 0.0f);
     new_kv_.assign(S_ * L_ * 2 * D_, 0.0f);
@@ -91,8 +91,8 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     }
   }
 
-  WhisperEncoderOutput encoder_target(int slot, int) override {
-    const auto s = static_cast<std::size_t>(slot);
+  WhisperEncoderOutput encoder_target(int lane, int) override {
+    const auto s = static_cast<std::size_t>(lane);
     return {cross_.data() + s * H_ * T_ * hd_, S_ * H_ * T_ * hd_, max_audio};
   }
 
@@ -131,7 +131,7 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     }
   }
 
-  std::size_t bytes_per_slot() const override {
+  std::size_t bytes_per_lane() const override {
     return sizeof(float) * (2 * L_ * D_ * (C_ + T_) + static_cast<std::size_t>(config.dims.n_vocab) + 2 * L_ * D_) +
            3 * sizeof(int64_t);
   }
@@ -153,8 +153,8 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
 }  // namespace
 
 std::unique_ptr<WhisperDecoder::Backend> make_brisvox_decoder(runtime::ModelSession session, const WhisperConfig& config,
-                                                              int slots, int tokens, int audio) {
-  return std::make_unique<BrisvoxDecoder>(std::move(session), config, slots, tokens, audio);
+                                                              int lanes, int tokens, int audio) {
+  return std::make_unique<BrisvoxDecoder>(std::move(session), config, lanes, tokens, audio);
 }
 
 }  // namespace brisvox::whisper_detail

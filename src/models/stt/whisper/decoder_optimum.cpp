@@ -1,15 +1,15 @@
-// The Hugging Face Optimum layout's decoder (decoder_model_merged.onnx): each busy slot runs alone
+// The Hugging Face Optimum layout's decoder (decoder_model_merged.onnx): each busy lane runs alone
 // (the graph derives positions from the past length, one for its whole batch).
 //
-// A slot's first step takes use_cache_branch = false: the graph computes the cross-attention
+// A lane's first step takes use_cache_branch = false: the graph computes the cross-attention
 // keys/values from the encoder's hidden states and returns them (present.L.encoder.*), written
-// straight into the slot. Later steps take use_cache_branch = true with those as
-// past_key_values.L.encoder.* and the slot's cached rows as past_key_values.L.decoder.* of exactly
+// straight into the lane. Later steps take use_cache_branch = true with those as
+// past_key_values.L.encoder.* and the lane's cached rows as past_key_values.L.decoder.* of exactly
 // `position` rows: packed into a shared scratch each step (O(position) floats). One set of views
 // per past length 0..max_tokens over the shared scratches, made by the constructor.
 //
-// Storage (floats), per slot: hidden_ [slot][n_audio_ctx][state]; cross_ [slot][layer][k|v]
-// [head][n_audio_ctx][head_dim]; self_ [slot][layer][k|v][head][max_tokens][head_dim].
+// Storage (floats), per lane: hidden_ [lane][n_audio_ctx][state]; cross_ [lane][layer][k|v]
+// [head][n_audio_ctx][head_dim]; self_ [lane][layer][k|v][head][max_tokens][head_dim].
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -48,8 +48,8 @@ runtime::ModelSignature signature(const WhisperDims& d, bool cache_position) {
 
 class OptimumDecoder final : public WhisperDecoder::Backend {
  public:
-  OptimumDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int slots, int tokens)
-      : Backend(WhisperLayout::kOptimum, std::move(model_session), c, slots, tokens, c.dims.n_audio_ctx) {
+  OptimumDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int lanes, int tokens)
+      : Backend(WhisperLayout::kOptimum, std::move(model_session), c, lanes, tokens, c.dims.n_audio_ctx) {
     const WhisperDims& d = config.dims;
     const auto& declared = session.info().inputs;
     cache_position_ = std::any_of(declared.begin(), declared.end(), [](const TensorInfo& t) { return t.name == "cache_position"; });
@@ -58,7 +58,7 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
     H_ = static_cast<std::size_t>(d.n_text_head);
     hd_ = static_cast<std::size_t>(d.head_dim());
     D_ = static_cast<std::size_t>(d.n_text_state);
-    S_ = static_cast<std::size_t>(max_slots);
+    S_ = static_cast<std::size_t>(max_lanes);
     C_ = static_cast<std::size_t>(max_tokens);
     T_ = static_cast<std::size_t>(d.n_audio_ctx);
     hidden_.assign(S_ * T_ * D_, 0.0f);
@@ -130,8 +130,8 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
 
   bool needs_full_audio() const override { return true; }
 
-  WhisperEncoderOutput encoder_target(int slot, int) override {
-    return {hidden_.data() + static_cast<std::size_t>(slot) * T_ * D_, T_ * D_, static_cast<int>(T_)};
+  WhisperEncoderOutput encoder_target(int lane, int) override {
+    return {hidden_.data() + static_cast<std::size_t>(lane) * T_ * D_, T_ * D_, static_cast<int>(T_)};
   }
 
   void run(int end, std::span<const int> tokens) override {
@@ -144,7 +144,7 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
       cache_pos_[s] = positions[s];
       const bool first = p == 0;
       if (!first) {
-        // Pack the slot's rows [0, p) of every (layer, k|v, head) into the scratch as [1, H, p, hd].
+        // Pack the lane's rows [0, p) of every (layer, k|v, head) into the scratch as [1, H, p, hd].
         for (std::size_t k = 0; k < 2 * L_; ++k) {
           for (std::size_t h = 0; h < H_; ++h) {
             const float* src = self_.data() + ((s * 2 * L_ + k) * H_ + h) * C_ * hd_;
@@ -172,7 +172,7 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
       } catch (const Ort::Exception& ex) {
         run_failed(ex, 1);
       }
-      // Row p of present [1, H, p + 1, hd] -> the slot's cache.
+      // Row p of present [1, H, p + 1, hd] -> the lane's cache.
       for (std::size_t k = 0; k < 2 * L_; ++k) {
         for (std::size_t h = 0; h < H_; ++h) {
           const float* src = present_.data() + k * H_ * (C_ + 1) * hd_ + (h * (p + 1) + p) * hd_;
@@ -182,7 +182,7 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
     }
   }
 
-  std::size_t bytes_per_slot() const override {
+  std::size_t bytes_per_lane() const override {
     return sizeof(float) * (T_ * D_ + 2 * L_ * D_ * (T_ + C_) + static_cast<std::size_t>(config.dims.n_vocab)) +
            2 * sizeof(int64_t);
   }
@@ -209,7 +209,7 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
   std::vector<Ort::Value> cache_position_views_;
   std::vector<Ort::Value> hidden_views_;
   std::vector<Ort::Value> logits_views_;
-  std::vector<Ort::Value> cross_views_;  // [slot * 2L + layer * 2 + kv]
+  std::vector<Ort::Value> cross_views_;  // [lane * 2L + layer * 2 + kv]
   std::vector<const OrtValue*> in_ptrs_;
   std::vector<OrtValue*> out_ptrs_;
 };
@@ -217,8 +217,8 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
 }  // namespace
 
 std::unique_ptr<WhisperDecoder::Backend> make_optimum_decoder(runtime::ModelSession session, const WhisperConfig& config,
-                                                              int slots, int tokens) {
-  return std::make_unique<OptimumDecoder>(std::move(session), config, slots, tokens);
+                                                              int lanes, int tokens) {
+  return std::make_unique<OptimumDecoder>(std::move(session), config, lanes, tokens);
 }
 
 }  // namespace brisvox::whisper_detail

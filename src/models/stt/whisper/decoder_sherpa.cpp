@@ -1,14 +1,14 @@
 // The sherpa-onnx layout's decoder: its graph takes one `offset` for the whole batch, so each busy
-// slot runs alone (batch 1) at its own position.
+// lane runs alone (batch 1) at its own position.
 //
-// Storage (floats), one contiguous region per slot:
-//   self_  [slot][k|v][layer][n_text_ctx][state]       bound in place as the graph's
+// Storage (floats), one contiguous region per lane:
+//   self_  [lane][k|v][layer][n_text_ctx][state]       bound in place as the graph's
 //                                                       in_n_layer_self_{k,v}_cache [L, 1, ctx, D]
-//   cross_ [slot][k|v][layer][positions][state]         packed to the sequence's own length (the
+//   cross_ [lane][k|v][layer][positions][state]         packed to the sequence's own length (the
 //                                                       graph attends to every row it is given);
 //                                                       views made by begin()
 // The graph writes its whole updated caches; they go to a shared scratch, and the one new row per
-// layer is copied back into the slot.
+// layer is copied back into the lane.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -42,8 +42,8 @@ runtime::ModelSignature signature(const WhisperDims& d) {
 
 class SherpaDecoder final : public WhisperDecoder::Backend {
  public:
-  SherpaDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int slots, int audio)
-      : Backend(WhisperLayout::kSherpaOnnx, std::move(model_session), c, slots, c.dims.n_text_ctx, audio) {
+  SherpaDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int lanes, int audio)
+      : Backend(WhisperLayout::kSherpaOnnx, std::move(model_session), c, lanes, c.dims.n_text_ctx, audio) {
     const WhisperDims& d = config.dims;
     const auto binding = runtime::check_signature(session.info(), signature(d));
     for (const auto& n : binding.input_names) in_names_.add(n);
@@ -52,7 +52,7 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
     out_names_.finish();
     L_ = static_cast<std::size_t>(d.n_text_layer);
     D_ = static_cast<std::size_t>(d.n_text_state);
-    S_ = static_cast<std::size_t>(max_slots);
+    S_ = static_cast<std::size_t>(max_lanes);
     C_ = static_cast<std::size_t>(d.n_text_ctx);
     T_ = static_cast<std::size_t>(max_audio);
     self_.assign(S_ * 2 * L_ * C_ * D_, 0.0f);
@@ -79,8 +79,8 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
     }
   }
 
-  WhisperEncoderOutput encoder_target(int slot, int audio) override {
-    const auto s = static_cast<std::size_t>(slot);
+  WhisperEncoderOutput encoder_target(int lane, int audio) override {
+    const auto s = static_cast<std::size_t>(lane);
     const auto T = static_cast<std::size_t>(audio);
     float* base = cross_.data() + s * 2 * L_ * T_ * D_;
     // The graph's n_layer_cross_{k,v} [L, 1, T, D]: packed to this sequence's length. Making the
@@ -98,7 +98,7 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
       tok_[s] = tokens[s];
       off_[s] = positions[s];
       // Inputs in signature order: tokens, self k, self v, cross k, cross v, offset. The C API
-      // takes arrays of value pointers, so each slot's own views are passed without moving them.
+      // takes arrays of value pointers, so each lane's own views are passed without moving them.
       const OrtValue* in[6] = {tokens_[s], self_in_[s * 2], self_in_[s * 2 + 1], *cross_in_[s * 2],
                                *cross_in_[s * 2 + 1], offsets_[s]};
       OrtValue* out[3] = {logits_out_[s], self_out_[0], self_out_[1]};
@@ -118,7 +118,7 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
     }
   }
 
-  std::size_t bytes_per_slot() const override {
+  std::size_t bytes_per_lane() const override {
     return sizeof(float) * (2 * L_ * D_ * (C_ + T_) + static_cast<std::size_t>(config.dims.n_vocab)) +
            2 * sizeof(int64_t);
   }
@@ -134,8 +134,8 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
   Names out_names_;
   std::vector<Ort::Value> tokens_;
   std::vector<Ort::Value> offsets_;
-  std::vector<Ort::Value> self_in_;                // [slot * 2 + kv]
-  std::vector<std::optional<Ort::Value>> cross_in_;  // [slot * 2 + kv], made by encoder_target
+  std::vector<Ort::Value> self_in_;                // [lane * 2 + kv]
+  std::vector<std::optional<Ort::Value>> cross_in_;  // [lane * 2 + kv], made by encoder_target
   std::vector<Ort::Value> logits_out_;
   std::vector<Ort::Value> self_out_;               // [kv]
 };
@@ -143,8 +143,8 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
 }  // namespace
 
 std::unique_ptr<WhisperDecoder::Backend> make_sherpa_decoder(runtime::ModelSession session, const WhisperConfig& config,
-                                                             int slots, int audio) {
-  return std::make_unique<SherpaDecoder>(std::move(session), config, slots, audio);
+                                                             int lanes, int audio) {
+  return std::make_unique<SherpaDecoder>(std::move(session), config, lanes, audio);
 }
 
 }  // namespace brisvox::whisper_detail

@@ -1,4 +1,4 @@
-// WhisperDecoder: slot bookkeeping and argument checks; the layouts' storage and Runs are in
+// WhisperDecoder: lane bookkeeping and argument checks; the layouts' storage and Runs are in
 // decoder_brisvox.cpp, decoder_sherpa.cpp and decoder_optimum.cpp.
 #include "brisvox/models/stt/whisper_decoder.h"
 
@@ -12,15 +12,15 @@
 namespace brisvox {
 
 void WhisperDecoder::Backend::run_failed(const Ort::Exception& e, int batch) const {
-  throw Error(ErrorCode::kRuntime, fmt::format("Whisper decoder step of {} slot(s) on '{}' failed: {}", batch,
+  throw Error(ErrorCode::kRuntime, fmt::format("Whisper decoder step of {} lane(s) on '{}' failed: {}", batch,
                                                session.info().source, e.what()));
 }
 
 WhisperDecoder::WhisperDecoder(const WhisperModel& model, const WhisperDecoderConfig& config) {
   const WhisperConfig& c = model.config();
   const WhisperDims& d = c.dims;
-  if (config.max_slots < 1 || config.max_slots > 256) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper decoder max_slots must be 1 to 256, got {}", config.max_slots));
+  if (config.max_lanes < 1 || config.max_lanes > 256) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper decoder max_lanes must be 1 to 256, got {}", config.max_lanes));
   }
   const int default_tokens = std::min(d.n_text_ctx, 4 + d.n_text_ctx / 2);
   const int tokens = config.max_tokens == 0 ? default_tokens : config.max_tokens;
@@ -42,13 +42,13 @@ WhisperDecoder::WhisperDecoder(const WhisperModel& model, const WhisperDecoderCo
   auto session = runtime::ModelSession::load_file(model.decoder_path(), config.session);
   switch (model.layout()) {
     case WhisperLayout::kBrisvox:
-      backend_ = whisper_detail::make_brisvox_decoder(std::move(session), c, config.max_slots, tokens, audio);
+      backend_ = whisper_detail::make_brisvox_decoder(std::move(session), c, config.max_lanes, tokens, audio);
       break;
     case WhisperLayout::kSherpaOnnx:
-      backend_ = whisper_detail::make_sherpa_decoder(std::move(session), c, config.max_slots, audio);
+      backend_ = whisper_detail::make_sherpa_decoder(std::move(session), c, config.max_lanes, audio);
       break;
     case WhisperLayout::kOptimum:
-      backend_ = whisper_detail::make_optimum_decoder(std::move(session), c, config.max_slots, tokens);
+      backend_ = whisper_detail::make_optimum_decoder(std::move(session), c, config.max_lanes, tokens);
       break;
   }
 }
@@ -57,17 +57,17 @@ WhisperDecoder::~WhisperDecoder() = default;
 WhisperDecoder::WhisperDecoder(WhisperDecoder&&) noexcept = default;
 WhisperDecoder& WhisperDecoder::operator=(WhisperDecoder&&) noexcept = default;
 
-int WhisperDecoder::max_slots() const { return backend_->max_slots; }
+int WhisperDecoder::max_lanes() const { return backend_->max_lanes; }
 int WhisperDecoder::max_tokens() const { return backend_->max_tokens; }
 int WhisperDecoder::max_audio_positions() const { return backend_->max_audio; }
-std::size_t WhisperDecoder::bytes_per_slot() const { return backend_->bytes_per_slot(); }
+std::size_t WhisperDecoder::bytes_per_lane() const { return backend_->bytes_per_lane(); }
 const ModelInfo& WhisperDecoder::model_info() const { return backend_->session.info(); }
 
 WhisperLayout WhisperDecoder::layout() const { return backend_->layout; }
 
 int WhisperDecoder::acquire() {
   Backend& b = *backend_;
-  for (int s = 0; s < b.max_slots; ++s) {
+  for (int s = 0; s < b.max_lanes; ++s) {
     if (!b.busy[static_cast<std::size_t>(s)]) {
       b.busy[static_cast<std::size_t>(s)] = 1;
       b.positions[static_cast<std::size_t>(s)] = 0;
@@ -80,41 +80,41 @@ int WhisperDecoder::acquire() {
 
 namespace {
 
-void check_busy(const WhisperDecoder::Backend& b, int slot, const char* what) {
-  if (slot < 0 || slot >= b.max_slots || !b.busy[static_cast<std::size_t>(slot)]) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("WhisperDecoder::{}: slot {} is not a busy slot", what, slot));
+void check_busy(const WhisperDecoder::Backend& b, int lane, const char* what) {
+  if (lane < 0 || lane >= b.max_lanes || !b.busy[static_cast<std::size_t>(lane)]) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("WhisperDecoder::{}: lane {} is not a busy lane", what, lane));
   }
 }
 
 }  // namespace
 
-WhisperEncoderOutput WhisperDecoder::begin(int slot, int audio_positions) {
+WhisperEncoderOutput WhisperDecoder::begin(int lane, int audio_positions) {
   Backend& b = *backend_;
-  check_busy(b, slot, "begin");
+  check_busy(b, lane, "begin");
   if (audio_positions < 1 || audio_positions > b.max_audio ||
       (b.needs_full_audio() && audio_positions != b.config.dims.n_audio_ctx)) {
     throw Error(ErrorCode::kInvalidArgument,
                 b.needs_full_audio()
                     ? fmt::format("WhisperDecoder::begin: {} audio positions; this model's decoder takes exactly {}",
                                   audio_positions, b.config.dims.n_audio_ctx)
-                    : fmt::format("WhisperDecoder::begin: {} audio positions, the slots hold 1 to {}", audio_positions,
+                    : fmt::format("WhisperDecoder::begin: {} audio positions, the lanes hold 1 to {}", audio_positions,
                                   b.max_audio));
   }
-  const WhisperEncoderOutput target = b.encoder_target(slot, audio_positions);
-  b.positions[static_cast<std::size_t>(slot)] = 0;
-  b.audio_positions[static_cast<std::size_t>(slot)] = audio_positions;
+  const WhisperEncoderOutput target = b.encoder_target(lane, audio_positions);
+  b.positions[static_cast<std::size_t>(lane)] = 0;
+  b.audio_positions[static_cast<std::size_t>(lane)] = audio_positions;
   return target;
 }
 
-void WhisperDecoder::release(int slot) {
+void WhisperDecoder::release(int lane) {
   Backend& b = *backend_;
-  check_busy(b, slot, "release");
-  b.busy[static_cast<std::size_t>(slot)] = 0;
-  b.audio_positions[static_cast<std::size_t>(slot)] = 0;
+  check_busy(b, lane, "release");
+  b.busy[static_cast<std::size_t>(lane)] = 0;
+  b.audio_positions[static_cast<std::size_t>(lane)] = 0;
 }
 
-bool WhisperDecoder::busy(int slot) const {
-  return slot >= 0 && slot < backend_->max_slots && backend_->busy[static_cast<std::size_t>(slot)];
+bool WhisperDecoder::busy(int lane) const {
+  return lane >= 0 && lane < backend_->max_lanes && backend_->busy[static_cast<std::size_t>(lane)];
 }
 
 int WhisperDecoder::busy_count() const {
@@ -122,15 +122,15 @@ int WhisperDecoder::busy_count() const {
 }
 
 int WhisperDecoder::active_end() const {
-  for (int s = backend_->max_slots; s > 0; --s) {
+  for (int s = backend_->max_lanes; s > 0; --s) {
     if (backend_->busy[static_cast<std::size_t>(s - 1)]) return s;
   }
   return 0;
 }
 
-int WhisperDecoder::position(int slot) const {
-  check_busy(*backend_, slot, "position");
-  return backend_->positions[static_cast<std::size_t>(slot)];
+int WhisperDecoder::position(int lane) const {
+  check_busy(*backend_, lane, "position");
+  return backend_->positions[static_cast<std::size_t>(lane)];
 }
 
 void WhisperDecoder::step(std::span<const int> tokens) {
@@ -139,22 +139,22 @@ void WhisperDecoder::step(std::span<const int> tokens) {
   if (end == 0) return;
   if (tokens.size() < static_cast<std::size_t>(end)) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("WhisperDecoder::step: {} tokens for {} active slots", tokens.size(), end));
+                fmt::format("WhisperDecoder::step: {} tokens for {} active lanes", tokens.size(), end));
   }
   for (int s = 0; s < end; ++s) {
     const auto i = static_cast<std::size_t>(s);
     if (!b.busy[i]) continue;
     if (b.audio_positions[i] == 0) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("WhisperDecoder::step: slot {} has no audio (call begin())", s));
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("WhisperDecoder::step: lane {} has no audio (call begin())", s));
     }
     if (b.positions[i] >= b.max_tokens) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("WhisperDecoder::step: slot {} has fed {} tokens, its cache holds {} (max_tokens)", s,
+                  fmt::format("WhisperDecoder::step: lane {} has fed {} tokens, its cache holds {} (max_tokens)", s,
                               b.positions[i], b.max_tokens));
     }
     if (tokens[i] < 0 || tokens[i] >= b.config.dims.n_vocab) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("WhisperDecoder::step: slot {} feeds token {}, outside [0, {})", s, tokens[i], b.config.dims.n_vocab));
+                  fmt::format("WhisperDecoder::step: lane {} feeds token {}, outside [0, {})", s, tokens[i], b.config.dims.n_vocab));
     }
   }
   b.run(end, tokens);
@@ -163,9 +163,9 @@ void WhisperDecoder::step(std::span<const int> tokens) {
   }
 }
 
-std::span<float> WhisperDecoder::logits(int slot) {
-  check_busy(*backend_, slot, "logits");
-  return backend_->slot_logits(slot);
+std::span<float> WhisperDecoder::logits(int lane) {
+  check_busy(*backend_, lane, "logits");
+  return backend_->lane_logits(lane);
 }
 
 void WhisperDecoder::cancel_run() noexcept { backend_->session.cancel_run(); }

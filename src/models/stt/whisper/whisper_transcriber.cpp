@@ -118,15 +118,15 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
   std::vector<WhisperSequence> sequences;
   sequences.reserve(static_cast<std::size_t>(m.max_batch));
   for (int i = 0; i < m.max_batch; ++i) sequences.emplace_back(search);
-  std::vector<int> slot_window(static_cast<std::size_t>(m.max_batch), -1);
+  std::vector<int> lane_window(static_cast<std::size_t>(m.max_batch), -1);
   std::vector<int> tokens(static_cast<std::size_t>(m.max_batch), 0);
   transcript.segments.resize(windows.size());
 
-  // Frees the decoder's slots however this call ends, so the transcriber stays usable.
+  // Frees the decoder's lanes however this call ends, so the transcriber stays usable.
   struct Release {
     WhisperDecoder& decoder;
     ~Release() {
-      for (int s = 0; s < decoder.max_slots(); ++s) {
+      for (int s = 0; s < decoder.max_lanes(); ++s) {
         if (decoder.busy(s)) decoder.release(s);
       }
     }
@@ -150,11 +150,11 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
       float* dst = batch_mel.data() + i * mels * static_cast<std::size_t>(frames);
       WhisperFeatures::cut_window(mel, total, win.first, win.count, frames,
                                   std::span<float>(dst, mels * static_cast<std::size_t>(frames)));
-      const int slot = m.decoder.acquire();
-      targets.push_back(m.decoder.begin(slot, WhisperEncoder::positions(frames)));
+      const int lane = m.decoder.acquire();
+      targets.push_back(m.decoder.begin(lane, WhisperEncoder::positions(frames)));
       mel_ptrs.push_back(dst);
-      slot_window[static_cast<std::size_t>(slot)] = static_cast<int>(queue[q + i]);
-      sequences[static_cast<std::size_t>(slot)].reset();
+      lane_window[static_cast<std::size_t>(lane)] = static_cast<int>(queue[q + i]);
+      sequences[static_cast<std::size_t>(lane)].reset();
     }
     m.encoder.run(frames, mel_ptrs, targets);
     while (m.decoder.busy_count() > 0) {
@@ -167,7 +167,7 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         WhisperSequence& seq = sequences[static_cast<std::size_t>(s)];
         seq.consume(m.decoder.logits(s));
         if (!seq.done()) continue;
-        const auto index = static_cast<std::size_t>(slot_window[static_cast<std::size_t>(s)]);
+        const auto index = static_cast<std::size_t>(lane_window[static_cast<std::size_t>(s)]);
         Window& win = windows[index];
         WhisperSegment& seg = transcript.segments[index];
         seg.start_s = win.first * 0.01;
