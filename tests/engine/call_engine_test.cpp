@@ -166,6 +166,29 @@ TEST(CallEngine, BargeInStopsTheReplyAtOnceAndNothingOfItComesOutAfter) {
   EXPECT_GT(h.audio_s[next], 0.5);
 }
 
+// A short reply is made whole long before it has played: stopped while playing, it ends with
+// kTtsInterrupted and the audio that came out, not with kTtsEnd.
+TEST(CallEngine, AReplyMadeWholeButStoppedWhilePlayingEndsInterrupted) {
+  CallConfig cc = call_config();
+  cc.barge_in.min_speech_ms = 300;
+  Call call = call_engine().open_call(cc);
+  Heard h;
+  const std::uint32_t id = call.speak("Your table for four is booked for Monday at seven in the evening. We look forward to it!");
+  ASSERT_TRUE(listen(call, h, [](const Heard& x) { return x.has(EventType::kTtsAudio); }));
+  push_audio(call, h, clip(8.4, 10.0), 1.0);
+  ASSERT_TRUE(listen(call, h, [&](const Heard& x) {
+    return std::any_of(x.events.begin(), x.events.end(), [&](const Event& e) {
+      return (e.type == EventType::kTtsInterrupted || e.type == EventType::kTtsEnd) && e.speech.utterance_id == id;
+    });
+  }));
+  ASSERT_TRUE(h.has(EventType::kBargeIn));
+  EXPECT_FALSE(h.has(EventType::kTtsEnd)) << "stopped before all of it came out";
+  const Event* end = h.first(EventType::kTtsInterrupted);
+  ASSERT_NE(end, nullptr);
+  EXPECT_NEAR(end->end_s, h.audio_s[id], 1e-3) << "the audio that came out";
+  EXPECT_LT(end->end_s, 4.0);
+}
+
 // The same short burst of speech (a backchannel, ~0.3 s) interrupts with a low minimum (so it is
 // heard as speech) and not with the default.
 TEST(CallEngine, ABackchannelShorterThanTheMinimumDoesNotInterrupt) {

@@ -31,9 +31,11 @@
 //                    ended with kTtsEnd already (all its audio was out, and it was still playing).
 //                    Held marks are released at once, and no more audio of a stopped utterance
 //                    comes out of poll().
-//   kTtsInterrupted  an utterance stopped by a barge-in (end_s: the audio of it delivered).
+//   kTtsInterrupted  an utterance stopped by a barge-in (end_s: the audio of it handed out). An
+//                    utterance made whole but stopped before all its audio came out of poll() ends
+//                    so too (or with kTtsCancelled for cancel()), not with kTtsEnd.
 // Every utterance ends with exactly one of kTtsEnd, kTtsCancelled (cancel()), kTtsInterrupted,
-// kError. A kError of the speech side (an utterance failed: speech.utterance_id says which) has
+// kError. A stopped utterance's end_s is the audio of it that poll() handed out. A kError of the speech side (an utterance failed: speech.utterance_id says which) has
 // payload_id 1 and no payload; one of the stream's has payload_id 0. last_error(event) reads its
 // side's message.
 //

@@ -115,8 +115,23 @@ std::size_t Call::poll(std::span<Event> out) {
       }
       const auto duration_ns = static_cast<std::int64_t>((e.end_s - e.start_s) * 1e9);
       c.clock_end_ns = std::max(now, c.clock_end_ns) + duration_ns;
+      if (c.audio_id != e.speech.utterance_id) {
+        c.audio_id = e.speech.utterance_id;
+        c.audio_s = 0;
+      }
+      c.audio_s += e.end_s - e.start_s;
       c.link->audible_id.store(e.speech.utterance_id, std::memory_order_release);
       c.link->playout_end_ns.store(c.clock_end_ns, std::memory_order_release);
+    } else if (e.type == EventType::kTtsEnd && e.speech.utterance_id <= stopped &&
+               e.speech.utterance_id == c.dropped_id) {
+      // Made whole, but stopped before all of it came out: it ends as the stop says, with what
+      // was handed out.
+      const std::uint32_t id = e.speech.utterance_id;
+      e.type = id <= c.speech_state().interrupted_upto.load(std::memory_order_acquire) ? EventType::kTtsInterrupted
+                                                                                        : EventType::kTtsCancelled;
+      e.end_s = c.audio_id == id ? c.audio_s : 0.0;
+    } else if (e.type == EventType::kTtsInterrupted || e.type == EventType::kTtsCancelled) {
+      e.end_s = c.audio_id == e.speech.utterance_id ? c.audio_s : 0.0;  // what of it came out
     } else if (e.type == EventType::kError) {
       e.payload_id = kSpeechSide;  // an utterance's error: last_error() reads the speech side's message
     } else if (e.type == EventType::kTtsMark) {

@@ -38,6 +38,11 @@ struct CallState {
   std::deque<HeldMark> marks;   // kTtsMark events waiting for the clock, in order
   std::int64_t clock_end_ns = 0;  // when the audio handed out so far will have played
   std::uint32_t barge_ins_seen = 0;
+  // The utterance whose audio was handed out last, and how much of it; and the last utterance of
+  // which audio was dropped (stopped): its kTtsEnd, if it comes, becomes the stop's event.
+  std::uint32_t audio_id = 0;
+  double audio_s = 0;
+  std::uint32_t dropped_id = 0;
 
   SpeechState& speech_state() { return *link->speech; }
   // A barge-in (counted by the stage) releases every held mark and drops held audio: playback stopped.
@@ -54,6 +59,7 @@ struct CallState {
   void drop(const Event& e) {
     speech_state().output.discard_payload(e);
     speech_state().room_freed(kWaitPayload);
+    dropped_id = std::max(dropped_id, e.speech.utterance_id);
   }
   std::optional<std::int64_t> next_due_ns() const {
     std::optional<std::int64_t> due;
