@@ -119,6 +119,7 @@ class EventSource {
   // is held. The engine's workers wake the loop for new events, but nobody does when a held
   // event's time comes: the loop's wait must end by then.
   std::optional<double> next_due_s() {
+    nb::gil_scoped_release nogil;  // a reader on another thread may hold consumer_ for a wait's slice
     std::shared_lock lock(lifetime_);
     Handle& h = open("_next_due");
     std::lock_guard consumer(consumer_);
