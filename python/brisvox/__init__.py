@@ -1,4 +1,5 @@
-"""brisvox: voice activity and end-of-turn detection for many concurrent audio streams on one engine.
+"""brisvox: voice activity and end-of-turn detection for many concurrent audio streams on one engine,
+and calls that listen and speak at once (Engine.open_call: docs/PYTHON.md, "Calls").
 
     import brisvox, numpy as np
     engine = brisvox.shared_engine()                  # one per process: models loaded once
@@ -28,6 +29,7 @@ if _bundled_models.is_dir():
 from ._brisvox import (  # noqa: E402  (after BRISVOX_MODELS_DIR is set)
     BadAudioError,
     BadModelError,
+    Call,
     ClosedError,
     Engine,
     Error,
@@ -51,7 +53,7 @@ from ._brisvox import (  # noqa: E402  (after BRISVOX_MODELS_DIR is set)
 from ._brisvox import _vad_file
 
 __all__ = [
-    "BadAudioError", "BadModelError", "ClosedError", "Engine", "Error", "Event", "EventType",
+    "BadAudioError", "BadModelError", "Call", "ClosedError", "Engine", "Error", "Event", "EventType",
     "InferenceError", "InferenceTimeoutError", "InternalError", "InvalidArgumentError", "IoError",
     "LimitExceededError", "ModelMismatchError", "OverloadedError", "ProviderUnavailableError",
     "Stream", "TurnReason", "UnsupportedAudioError", "__version__", "shared_engine",

@@ -1,7 +1,8 @@
-"""Waiting for a stream's events from asyncio without a thread per wait.
+"""Waiting for a stream's or a call's events from asyncio without a thread per wait.
 
-`async for event in stream` (Stream.__anext__ returns next_event(stream) below) and the
-framework adapters' async paths (window_probability: BrisvoxVADAnalyzer.analyze_audio) wait here.
+`async for event in stream` (Stream.__anext__ and Call.__anext__ return next_event(source) below)
+and the framework adapters' async paths (window_probability: BrisvoxVADAnalyzer.analyze_audio)
+wait here.
 
 Each running event loop has one _LoopEvents: a brisvox._LoopNotifier (an eventfd) watched with
 loop.add_reader. A stream that waits is attached to it (Stream._notify_via); the engine worker that
@@ -10,6 +11,10 @@ many streams had events in the meantime. The loop then resolves the futures of t
 100 calls on one loop cost one loop wake-up per VAD batch, where a wait in an executor thread costs
 a thread hand-off each way per window (docs/PYTHON.md). A loop without add_reader (not a selector
 loop) falls back to waiting in the loop's default executor.
+
+A call also holds events back until their time (its speech within the playout lead, its marks
+when playback reaches them), and no engine worker announces that time: a wait ends by then too
+(Call._next_due).
 """
 
 import asyncio
@@ -76,7 +81,8 @@ def _loop_events() -> "_LoopEvents | None":
 
 
 async def next_event(stream):
-    """The stream's next event; StopAsyncIteration after END_OF_STREAM."""
+    """The next event of a Stream or a Call; StopAsyncIteration once it has ended (a stream after
+    END_OF_STREAM; a call once its speech has ended too)."""
     events = _loop_events()
     if events is None:
         loop = asyncio.get_running_loop()
@@ -93,7 +99,8 @@ async def next_event(stream):
             return event
         if stream.ended:
             raise StopAsyncIteration
-        await events.wait(token, _SLICE_S)
+        due = stream._next_due()  # a call's held event: nobody wakes the loop when it is due
+        await events.wait(token, _SLICE_S if due is None else min(_SLICE_S, due))
 
 
 async def window_probability(stream, samples, timeout_s: float) -> float:

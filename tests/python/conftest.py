@@ -17,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_WAV = ROOT / "third_party/audio/sample.wav"  # 28.4 s of read speech, 16 kHz (scripts/setup.sh)
 ASTERISK = Path("/usr/share/asterisk/sounds/en")    # 8 kHz prompts (apt: asterisk-core-sounds-en)
+PIPER_VOICE = ROOT / "third_party/models/piper/en_US-joe-medium.onnx"  # a Piper voice (scripts/setup.sh)
+WHISPER_TINY = ROOT / "third_party/models/whisper-tiny.en"  # Whisper tiny.en, converted by scripts/setup.sh
 
 
 def read_wav(path: Path) -> tuple[np.ndarray, int]:

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "brisvox/error.h"
+
 namespace brisvox::python {
 namespace {
 
@@ -23,17 +25,31 @@ T value_of(nb::handle value, const std::string& key, const char* function, const
                            .c_str());
 }
 
-}  // namespace
+constexpr const char* kStreamNames =
+    "sample_rate, buffer_ms, model_rate, threshold, neg_threshold, min_speech_ms, min_silence_ms, speech_pad_ms, "
+    "max_speech_s, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, emit_probabilities, turn, "
+    "turn_stop_ms, turn_pre_speech_ms, turn_max_silence_ms, turn_threshold, turn_wait_for_verdict, transcripts, "
+    "language, window";
+constexpr const char* kCallNames =
+    "voice_options, volume, fast_start, speech_sample_rate, max_queued, barge_in, barge_in_min_speech_ms, "
+    "barge_in_on_turn_end, playout_lead_ms";
 
-StreamOptions parse_stream_options(const nb::kwargs& kwargs, const char* function) {
-  StreamOptions o;
-  StreamConfig& c = o.config;
-  TurnOptions turn;
-  for (auto [k, v] : kwargs) {
-    const std::string key = nb::cast<std::string>(k);
-    auto integer = [&] { return value_of<int>(v, key, function, "an int"); };
-    auto real = [&] { return value_of<double>(v, key, function, "a float"); };
-    auto flag = [&] { return value_of<bool>(v, key, function, "a bool"); };
+[[noreturn]] void unknown(const char* function, const std::string& key, const std::string& names) {
+  throw nb::type_error(fmt::format("{}: unknown option '{}' (options: {})", function, key, names).c_str());
+}
+
+// A stream's options as they come: the stages' own are kept apart until the end, when the flags
+// that ask for the stages (turn=, transcripts=) have been seen, whatever the order of the names.
+class StreamParse {
+ public:
+  explicit StreamParse(const char* function) : function_(function) {}
+
+  // Takes `key` if it is a stream option; false if it is not one.
+  bool take(const std::string& key, nb::handle v) {
+    StreamConfig& c = o_.config;
+    auto integer = [&] { return value_of<int>(v, key, function_, "an int"); };
+    auto real = [&] { return value_of<double>(v, key, function_, "a float"); };
+    auto flag = [&] { return value_of<bool>(v, key, function_, "a bool"); };
     if (key == "sample_rate") c.sample_rate_hz = integer();
     else if (key == "buffer_ms") c.buffer_ms = integer();
     else if (key == "model_rate") c.vad.model_rate_hz = integer();
@@ -45,28 +61,117 @@ StreamOptions parse_stream_options(const nb::kwargs& kwargs, const char* functio
     else if (key == "max_speech_s") c.vad.params.max_speech_s = real();
     else if (key == "min_silence_at_max_speech_ms") c.vad.params.min_silence_at_max_speech_ms = integer();
     else if (key == "use_max_poss_sil_at_max_speech") c.vad.params.use_max_poss_sil_at_max_speech = flag();
-    else if (key == "emit_probabilities") o.emit_probabilities = flag();
-    else if (key == "turn") o.turn = flag();
-    else if (key == "turn_stop_ms") turn.params.stop_ms = integer();
-    else if (key == "turn_pre_speech_ms") turn.params.pre_speech_ms = integer();
-    else if (key == "turn_max_silence_ms") turn.params.max_silence_ms = integer();
-    else if (key == "turn_threshold") turn.params.turn_threshold = real();
-    else if (key == "turn_wait_for_verdict") turn.wait_for_verdict = flag();
-    else {
-      throw nb::type_error(fmt::format("{}: unknown option '{}' (options: sample_rate, buffer_ms, model_rate, "
-                                       "threshold, neg_threshold, min_speech_ms, min_silence_ms, speech_pad_ms, "
-                                       "max_speech_s, min_silence_at_max_speech_ms, "
-                                       "use_max_poss_sil_at_max_speech, emit_probabilities, turn, turn_stop_ms, "
-                                       "turn_pre_speech_ms, turn_max_silence_ms, turn_threshold, "
-                                       "turn_wait_for_verdict)",
-                                       function, key)
+    else if (key == "emit_probabilities") o_.emit_probabilities = flag();
+    else if (key == "turn") o_.turn = flag();
+    else if (key == "turn_stop_ms") turn_.params.stop_ms = integer();
+    else if (key == "turn_pre_speech_ms") turn_.params.pre_speech_ms = integer();
+    else if (key == "turn_max_silence_ms") turn_.params.max_silence_ms = integer();
+    else if (key == "turn_threshold") turn_.params.turn_threshold = real();
+    else if (key == "turn_wait_for_verdict") turn_.wait_for_verdict = flag();
+    else if (key == "transcripts") o_.transcripts = flag();
+    else if (key == "language") stt_.decode.language = value_of<std::string>(v, key, function_, "a str");
+    else if (key == "window") stt_.window = window(value_of<std::string>(v, key, function_, "a str"));
+    else return false;
+    return true;
+  }
+
+  // The options with the stages asked for; not validated yet.
+  StreamOptions finish() {
+    o_.config.vad.emit_probabilities = o_.emit_probabilities;
+    if (o_.turn) o_.config.turn = turn_;
+    if (o_.transcripts) o_.config.stt = stt_;
+    return o_;
+  }
+
+ private:
+  WhisperWindow window(const std::string& name) const {
+    if (name == "full") return WhisperWindow::kFull;
+    if (name == "fit") return WhisperWindow::kFit;
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: window must be 'full' (30 s, Whisper's own) or 'fit' (cut to the segment), got '{}'",
+                            function_, name));
+  }
+
+  const char* function_;
+  StreamOptions o_;
+  TurnOptions turn_;
+  SttOptions stt_;
+};
+
+// A call's voice_options: {name: float} (None: the voice's own settings).
+std::map<std::string, double, std::less<>> voice_settings(nb::handle v, const char* function) {
+  std::map<std::string, double, std::less<>> out;
+  if (v.is_none()) return out;
+  if (!nb::isinstance<nb::dict>(v)) {
+    throw nb::type_error(fmt::format("{}: voice_options must be a dict of setting name -> float, got {}", function,
+                                     nb::type_name(v.type()).c_str())
+                             .c_str());
+  }
+  for (auto [name, value] : nb::borrow<nb::dict>(v)) {
+    const std::string n = value_of<std::string>(name, "voice_options key", function, "a str");
+    out[n] = value_of<double>(value, "voice_options['" + n + "']", function, "a float");
+  }
+  return out;
+}
+
+}  // namespace
+
+StreamOptions parse_stream_options(const nb::kwargs& kwargs, const char* function) {
+  StreamParse parse(function);
+  for (auto [k, v] : kwargs) {
+    const std::string key = nb::cast<std::string>(k);
+    if (!parse.take(key, v)) unknown(function, key, kStreamNames);
+  }
+  StreamOptions o = parse.finish();
+  o.config.validate();
+  return o;
+}
+
+CallConfig parse_call_options(const nb::kwargs& kwargs, const char* function) {
+  StreamParse parse(function);
+  CallConfig c;
+  for (auto [k, v] : kwargs) {
+    const std::string key = nb::cast<std::string>(k);
+    if (parse.take(key, v)) continue;
+    auto integer = [&] { return value_of<int>(v, key, function, "an int"); };
+    auto flag = [&] { return value_of<bool>(v, key, function, "a bool"); };
+    if (key == "voice_options") c.speak.voice_options = voice_settings(v, function);
+    else if (key == "volume") c.speak.volume = static_cast<float>(value_of<double>(v, key, function, "a float"));
+    else if (key == "fast_start") c.speak.fast_start = flag();
+    else if (key == "speech_sample_rate") c.speak.sample_rate_hz = integer();
+    else if (key == "max_queued") c.speak.max_queued = integer();
+    else if (key == "barge_in") c.barge_in.enabled = flag();
+    else if (key == "barge_in_min_speech_ms") c.barge_in.min_speech_ms = integer();
+    else if (key == "barge_in_on_turn_end") c.barge_in.on_turn_end = flag();
+    else if (key == "playout_lead_ms") c.playout_lead_ms = integer();
+    else unknown(function, key, fmt::format("{}, {}", kStreamNames, kCallNames));
+  }
+  c.listen = parse.finish().config;
+  c.validate();
+  return c;
+}
+
+std::map<std::string, std::string, std::less<>> model_options(nb::handle dict, const char* function,
+                                                              const char* argument) {
+  std::map<std::string, std::string, std::less<>> out;
+  if (dict.is_none()) return out;
+  if (!nb::isinstance<nb::dict>(dict)) {
+    throw nb::type_error(fmt::format("{}: {} must be a dict of setting name -> str, int or float, got {}", function,
+                                     argument, nb::type_name(dict.type()).c_str())
+                             .c_str());
+  }
+  for (auto [name, value] : nb::borrow<nb::dict>(dict)) {
+    const std::string n = value_of<std::string>(name, fmt::format("{} key", argument), function, "a str");
+    const bool number = !PyBool_Check(value.ptr()) && (PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()));
+    if (!number && !PyUnicode_Check(value.ptr())) {
+      throw nb::type_error(fmt::format("{}: {}['{}'] must be a str, an int or a float, got {}", function, argument, n,
+                                       nb::type_name(value.type()).c_str())
                                .c_str());
     }
+    // str(): the shortest text that reads back as the same number (what the engine's stod reads).
+    out[n] = nb::cast<std::string>(nb::str(value));
   }
-  c.vad.emit_probabilities = o.emit_probabilities;
-  if (o.turn) c.turn = turn;
-  c.validate();
-  return o;
+  return out;
 }
 
 }  // namespace brisvox::python
