@@ -9,6 +9,7 @@
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
+#include "brisvox/formats/result_json.h"
 #include "brisvox/models/vad/segmenter_params.h"
 #include "server/messages.h"
 #include "server/multipart.h"
