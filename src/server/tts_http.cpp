@@ -2,15 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cstring>
 
+#include "brisvox/audio/pcm.h"
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
-#include "brisvox/models/tts/piper_tts.h"
 #include "server/request_tag.h"
 #include "server/server_log.h"
 #include "server/tts_admission.h"
@@ -99,7 +100,9 @@ void TtsHttpExchange::handle(const Event& e) {
   const int rate = speech_.sample_rate_hz();
   switch (e.type) {
     case EventType::kTtsAudio: {
-      std::vector<std::int16_t> pcm = piper_to_int16(speech_.read_audio_payload(e));
+      const std::vector<float> samples = speech_.read_audio_payload(e);
+      std::vector<std::int16_t> pcm(samples.size());
+      std::ranges::transform(samples, pcm.begin(), float_to_s16);  // as piper-tts writes its audio
       samples_ += pcm.size();
       sentences_ = e.speech.sentence_count;
       ctx_.tts_metrics.add_audio(pcm.size(), rate);

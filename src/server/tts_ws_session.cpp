@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -10,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisvox/error.h"
-#include "brisvox/models/tts/piper_tts.h"
+#include "brisvox/audio/pcm.h"
 #include "server/messages.h"
 #include "server/server_log.h"
 #include "server/tts_admission.h"
@@ -219,7 +220,9 @@ void TtsWsSession::handle_event(const Event& e) {
   switch (e.type) {
     case EventType::kTtsAudio: {
       if (utterance <= cancelled_upto_) return;  // cancelled: its payload is skipped by the next read
-      const std::vector<std::int16_t> pcm = piper_to_int16(speech_.read_audio_payload(e));
+      const std::vector<float> samples = speech_.read_audio_payload(e);
+      std::vector<std::int16_t> pcm(samples.size());
+      std::ranges::transform(samples, pcm.begin(), float_to_s16);  // as piper-tts writes its audio
       if (const auto it = accepted_.find(utterance); it != accepted_.end()) {
         ctx_.tts_metrics.first_audio.record(std::chrono::duration<double, std::micro>(Clock::now() - it->second).count());
         accepted_.erase(it);

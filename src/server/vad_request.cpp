@@ -10,7 +10,6 @@
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
 #include "brisvox/formats/result_json.h"
-#include "brisvox/models/vad/segmenter_params.h"
 #include "server/messages.h"
 #include "server/multipart.h"
 #include "server/query_params.h"

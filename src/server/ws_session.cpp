@@ -16,7 +16,6 @@
 
 #include "brisvox/plural.h"
 #include "brisvox/error.h"
-#include "brisvox/models/vad/silero_rates.h"
 #include "server/control_message.h"
 #include "server/messages.h"
 #include "server/server_log.h"
@@ -43,13 +42,6 @@ constexpr std::uint16_t kCloseTryLater = 1013;
 // How often held audio is retried when no engine progress wakes the session first. A frame is
 // 32 ms; 5 ms keeps the added delay small without spinning.
 constexpr auto kRetryInterval = std::chrono::milliseconds(5);
-
-// A resampled stream's flush() waits for room for the resampler's tail, which is the output that
-// earlier input still owes (plus at most a sample: resampler_fuzzer). Stream::writable() already
-// keeps room for what is owed, so flushing once it offers a few model samples more never waits
-// on the strand. (Half the engine buffer, the rule before, is more than a 128 ms ring has left
-// at 11.025 kHz, where libsoxr owes up to ~1300 samples.)
-constexpr double kFlushRoomSamples = 64;
 
 // While the kernel send buffer is full, how often the session looks again: from the first to the
 // last, doubling (a client that reads again is served within 50 ms; one that never reads costs 20
@@ -79,7 +71,7 @@ WsSession::WsSession(beast::tcp_stream&& socket, ServerContext& ctx, AudioReques
       peer_(std::move(peer)),
       stream_(std::move(stream)),
       wakeup_(std::move(wakeup)),
-      model_rate_hz_(silero_model_rate_hz(request_.stream.sample_rate_hz, request_.stream.vad.model_rate_hz)),
+      model_rate_hz_(stream_.model_rate_hz()),
       decoder_(request_.encoding, request_.stream.sample_rate_hz),
       rate_(ctx.config.limits.max_rate, ctx.config.limits.burst_s),
       queue_(ctx.config.limits.send_queue_messages, ctx.config.limits.send_queue_bytes),
@@ -135,7 +127,7 @@ void WsSession::on_accept(beast::error_code ec) {
   ctx_.metrics.websocket_sessions_total.fetch_add(1);
   log_stream("stream {} open: {}, {} Hz {}, model {} Hz{}", id_, peer_, request_.stream.sample_rate_hz,
              to_string(request_.encoding), model_rate_hz_, request_.stream.vad.emit_probabilities ? ", events=vad" : "");
-  send(ready_message(id_, request_, model_rate_hz_, ctx_.config.limits));
+  send(ready_message(id_, request_, stream_.config(), ctx_.config.limits));
   last_activity_ = Clock::now();
   arm_idle_timer();
   if (ctx_.draining.load()) go_away();
@@ -294,12 +286,6 @@ void WsSession::push_pending() {
   }
 }
 
-bool WsSession::ready_to_flush() {
-  if (request_.stream.sample_rate_hz == model_rate_hz_) return true;  // no resampler: flush() never waits
-  const double ratio = static_cast<double>(model_rate_hz_) / request_.stream.sample_rate_hz;
-  return static_cast<double>(stream_.writable()) * ratio >= kFlushRoomSamples;
-}
-
 void WsSession::advance() {
   if (phase_ != Phase::kOpen) return;
   push_pending();
@@ -317,7 +303,8 @@ void WsSession::advance() {
   }
   if (end_ != EndRequest::kNone) {
     if (!flush_called_) {
-      if (!ready_to_flush()) {
+      // A resampled stream's flush() may wait for room for the resampler's tail: never on the strand.
+      if (!stream_.can_flush()) {
         arm_retry(kRetryInterval);
         return;
       }

@@ -87,7 +87,6 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   bool open_engine_stream();
   void advance();  // pushes held audio, flushes when asked, reads more when allowed
   void push_pending();
-  bool ready_to_flush();
   void arm_retry(std::chrono::microseconds delay);
   void arm_idle_timer();
   void send(std::string message, SendQueue::Kind kind = SendQueue::Kind::kRequired);
