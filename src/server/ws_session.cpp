@@ -472,7 +472,7 @@ bool WsSession::report_drops() {
 
 void WsSession::do_write() {
   if (writing_ || queue_.empty() || close_started_ || write_timer_armed_ || phase_ == Phase::kClosed) return;
-  if (!socket_has_room(queue_.front().size())) {
+  if (!socket_has_room(queue_.front().data.size())) {
     // Keep Beast's write lock free: a ping read meanwhile gets its pong written at once, and the
     // read loop goes on. The messages wait in the bounded queue (vad dropped, speech kept).
     write_backoff_ = std::clamp(2 * write_backoff_, std::chrono::milliseconds(kWriteRetryFirst), kWriteRetryLast);
@@ -487,7 +487,7 @@ void WsSession::do_write() {
   write_backoff_ = std::chrono::milliseconds(0);
   writing_ = true;
   ws_.text(true);
-  ws_.async_write(net::buffer(queue_.front()),
+  ws_.async_write(net::buffer(queue_.front().data),
                   [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
 }
 
