@@ -422,8 +422,8 @@ void HttpSession::upgrade_tts(Request request) {
     refuse(400, "bad_request", e.what());
     return;
   }
-  auto wakeup = std::make_shared<SpeechWakeup>(stream_.get_executor(), ctx_.gate);
-  TtsAdmission a = open_tts_speech(ctx_, options, wakeup);
+  auto wakeup = std::make_shared<EngineWakeup>(stream_.get_executor(), ctx_.gate);
+  TtsAdmission a = open_tts_speech(ctx_, options, wakeup->callback());
   if (a.refusal) {
     refuse(a.refusal->status, a.refusal->code, a.refusal->message);
     return;

@@ -53,10 +53,10 @@ Admission admit_stream(ServerContext& ctx, const Request& upgrade, boost::asio::
     res.refusal->set(http::field::retry_after, "1");
     return res;
   }
-  a.wakeup = std::make_shared<StreamWakeup>(std::move(strand), ctx.gate);
+  a.wakeup = std::make_shared<EngineWakeup>(std::move(strand), ctx.gate);
   StreamConfig config = a.request.stream;
   config.buffer_ms = ctx.config.limits.engine_buffer_ms;
-  config.on_events = [w = a.wakeup] { w->notify(); };
+  config.on_events = a.wakeup->callback();
   try {
     a.stream = ctx.engine.open_stream(config);
   } catch (const Error& e) {

@@ -12,7 +12,7 @@
 #include "server/query_params.h"
 #include "server/router.h"
 #include "server/server_context.h"
-#include "server/stream_wakeup.h"
+#include "server/engine_wakeup.h"
 
 namespace brisvox::server {
 
@@ -20,7 +20,7 @@ struct Admission {
   std::optional<Response> refusal;  // set: answer this and do not upgrade
   AudioRequest request;
   Stream stream;  // open, its on_events bound to `wakeup`
-  std::shared_ptr<StreamWakeup> wakeup;
+  std::shared_ptr<EngineWakeup> wakeup;
   std::shared_ptr<void> client_slot;  // the client address's stream slot: the session holds it
 };
 

@@ -47,18 +47,18 @@ void TtsHttpExchange::start() {
     answer(json_error(400, "bad_request", e.what()), true);
     return;
   }
-  wakeup_ = std::make_shared<SpeechWakeup>(stream_.get_executor(), ctx_.gate);
-  TtsAdmission a = open_tts_speech(ctx_, params_.options, wakeup_);
+  wakeup_ = std::make_shared<EngineWakeup>(stream_.get_executor(), ctx_.gate);
+  TtsAdmission a = open_tts_speech(ctx_, params_.options, wakeup_->callback());
   if (a.refusal) {
     answer(json_error(a.refusal->status, a.refusal->code, a.refusal->message), true);
     return;
   }
   speech_ = std::move(a.speech);
-  wakeup_->attach(std::weak_ptr<SpeechListener>(self_));
+  wakeup_->attach(std::weak_ptr<EngineListener>(self_));
   try {
     utterance_ = speech_.speak(params_.text);
   } catch (const Error& e) {
-    const TtsRefusal r = tts_refusal(e);
+    const Refusal r = tts_refusal(e);
     answer(json_error(r.status, r.code, r.message), true);
     return;
   }
@@ -74,7 +74,7 @@ void TtsHttpExchange::start() {
   pump();
 }
 
-void TtsHttpExchange::on_speech_events() { pump(); }
+void TtsHttpExchange::on_engine_events() { pump(); }
 
 void TtsHttpExchange::abort() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
@@ -148,7 +148,7 @@ void TtsHttpExchange::handle(const Event& e) {
       const std::string why = e.type == EventType::kError ? speech_.last_error() : "the synthesis was cancelled";
       const ErrorCode code = e.type == EventType::kError ? e.error_code : ErrorCode::kClosed;
       if (!header_sent_) {
-        const TtsRefusal r = tts_refusal(Error(code, why));
+        const Refusal r = tts_refusal(Error(code, why));
         answer(json_error(r.status, r.code, r.message), true);
         return;
       }

@@ -49,7 +49,7 @@ std::string end_message(const char* type, const Event& e) {
 }  // namespace
 
 TtsWsSession::TtsWsSession(beast::tcp_stream&& socket, ServerContext& ctx, TtsOptions options, std::string voice_name,
-                           Speech speech, std::shared_ptr<SpeechWakeup> wakeup, std::string peer)
+                           Speech speech, std::shared_ptr<EngineWakeup> wakeup, std::string peer)
     : ws_(std::move(socket)),
       ctx_(ctx),
       options_(std::move(options)),
@@ -68,7 +68,7 @@ TtsWsSession::~TtsWsSession() {
 }
 
 void TtsWsSession::start(beast::http::request<beast::http::string_body> upgrade) {
-  wakeup_->attach(std::weak_ptr<SpeechListener>(shared_from_this()));
+  wakeup_->attach(std::weak_ptr<EngineListener>(shared_from_this()));
   // Audio a client does not read waits in the session's bounded queue and then in the engine,
   // where it holds the synthesis back.
   apply_server_ws_options(ws_, ctx_.config.limits.ws_send_buffer_bytes);
@@ -173,7 +173,7 @@ void TtsWsSession::handle_message(const std::string& text) {
         send(Outgoing{false, 0, fmt::format(R"({{"type":"queued","utterance":{}}})", id)});
       } catch (const Error& e) {
         // Bad text, or too many queued: this message is refused, the session goes on.
-        const TtsRefusal r = tts_refusal(e);
+        const Refusal r = tts_refusal(e);
         ctx_.metrics.count_error(r.code);
         send(Outgoing{false, 0, error_message(r.code, r.message)});
       }
@@ -205,7 +205,7 @@ void TtsWsSession::handle_message(const std::string& text) {
 
 // --- the engine's side ---------------------------------------------------------------------------
 
-void TtsWsSession::on_speech_events() { pump(); }
+void TtsWsSession::on_engine_events() { pump(); }
 
 void TtsWsSession::pump() {
   Event e;

@@ -31,12 +31,12 @@
 #include "server/server_context.h"
 #include "server/session_registry.h"
 #include "server/server_log.h"
-#include "server/speech_wakeup.h"
+#include "server/engine_wakeup.h"
 #include "server/tts_params.h"
 
 namespace brisvox::server {
 
-class TtsWsSession : public SpeechListener, public Drainable, public std::enable_shared_from_this<TtsWsSession> {
+class TtsWsSession : public EngineListener, public Drainable, public std::enable_shared_from_this<TtsWsSession> {
  public:
   // Bytes of messages waiting for the socket above which the speech session is not polled.
   static constexpr std::size_t kMaxQueuedBytes = 256 << 10;
@@ -44,12 +44,12 @@ class TtsWsSession : public SpeechListener, public Drainable, public std::enable
   // `speech` was opened with on_events = wakeup->notify (before the upgrade, so that a refusal is
   // an HTTP answer).
   TtsWsSession(boost::beast::tcp_stream&& socket, ServerContext& ctx, TtsOptions options, std::string voice_name,
-               Speech speech, std::shared_ptr<SpeechWakeup> wakeup, std::string peer);
+               Speech speech, std::shared_ptr<EngineWakeup> wakeup, std::string peer);
   ~TtsWsSession() override;
 
   void start(boost::beast::http::request<boost::beast::http::string_body> upgrade);
 
-  void on_speech_events() override;
+  void on_engine_events() override;
   void go_away() override;
   void abort() override;
 
@@ -91,7 +91,7 @@ class TtsWsSession : public SpeechListener, public Drainable, public std::enable
   const std::uint64_t id_;
   const std::string peer_;
   Speech speech_;
-  std::shared_ptr<SpeechWakeup> wakeup_;
+  std::shared_ptr<EngineWakeup> wakeup_;
 
   Phase phase_ = Phase::kHandshake;
   bool reading_ = false;

@@ -63,7 +63,7 @@ std::string truncate_reason(std::string reason) {
 }  // namespace
 
 WsSession::WsSession(beast::tcp_stream&& socket, ServerContext& ctx, AudioRequest request, Stream stream,
-                     std::shared_ptr<StreamWakeup> wakeup, std::string peer)
+                     std::shared_ptr<EngineWakeup> wakeup, std::string peer)
     : ws_(std::move(socket)),
       ctx_(ctx),
       request_(std::move(request)),
@@ -396,7 +396,7 @@ void WsSession::on_end_of_stream() {
 bool WsSession::open_engine_stream() {
   StreamConfig config = request_.stream;
   config.buffer_ms = ctx_.config.limits.engine_buffer_ms;
-  config.on_events = [w = wakeup_] { w->notify(); };
+  config.on_events = wakeup_->callback();
   stream_.close();
   try {
     stream_ = ctx_.engine.open_stream(config);

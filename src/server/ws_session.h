@@ -1,7 +1,7 @@
 // One WebSocket client on /v1/stream: audio in, speech events out (docs/PROTOCOL.md).
 //
 // Threads. Everything here runs on the connection's strand. The engine stream's on_events
-// callback (a worker thread) only posts a wake-up to that strand (StreamWakeup); the session then
+// callback (a worker thread) only posts a wake-up to that strand (EngineWakeup); the session then
 // polls the stream's events, turns them into JSON messages and sends them. Inference never runs
 // on a network thread, and a network thread never waits for inference.
 //
@@ -42,17 +42,17 @@
 #include "server/server_log.h"
 #include "server/server_context.h"
 #include "server/session_registry.h"
-#include "server/stream_wakeup.h"
+#include "server/engine_wakeup.h"
 
 namespace brisvox::server {
 
-class WsSession : public Drainable, public std::enable_shared_from_this<WsSession> {
+class WsSession : public Drainable, public EngineListener, public std::enable_shared_from_this<WsSession> {
  public:
   // `stream` was opened with on_events = wakeup->notify (before the upgrade, so that a full
   // server answers 503 instead of accepting and closing). The session holds one of
   // ServerContext::streams_open, released when it is destroyed.
   WsSession(boost::beast::tcp_stream&& socket, ServerContext& ctx, AudioRequest request, Stream stream,
-            std::shared_ptr<StreamWakeup> wakeup, std::string peer);
+            std::shared_ptr<EngineWakeup> wakeup, std::string peer);
   ~WsSession() override;
 
   // Keeps `token` (a slot of a limit) until the session is destroyed.
@@ -64,8 +64,8 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   void go_away() override;
   void abort() override;
 
-  // Strand only (StreamWakeup): the engine has events for this session.
-  void on_engine_events();
+  // Strand only (EngineWakeup): the engine has events for this session.
+  void on_engine_events() override;
 
  private:
   enum class Phase { kHandshake, kOpen, kClosing, kClosed };
@@ -114,7 +114,7 @@ class WsSession : public Drainable, public std::enable_shared_from_this<WsSessio
   const std::uint64_t id_;
   const std::string peer_;
   Stream stream_;
-  std::shared_ptr<StreamWakeup> wakeup_;
+  std::shared_ptr<EngineWakeup> wakeup_;
   std::shared_ptr<void> held_;  // hold(): the client address's stream slot
   int model_rate_hz_;
   PcmDecoder decoder_;
