@@ -2,12 +2,12 @@
 // VAD cuts them. Files run as concurrent streams of one engine, like `brisvox vad`.
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdio>
 
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
+#include "brisvox/formats/transcript_writers.h"
 #include "cli/commands.h"
 #include "cli/file_run.h"
 
@@ -26,53 +26,17 @@ struct TranscribeOptions {
   int stt_threads = 1;
 };
 
-// SubRip and WebVTT times: HH:MM:SS,mmm and HH:MM:SS.mmm.
-std::string clock_time(double seconds, char separator) {
-  const auto ms = static_cast<long long>(std::llround(seconds * 1000.0));
-  return fmt::format("{:02}:{:02}:{:02}{}{:03}", ms / 3'600'000, ms / 60'000 % 60, ms / 1000 % 60, separator, ms % 1000);
-}
-
-std::string trimmed(const std::string& s) {
-  const auto begin = s.find_first_not_of(" \t\n");
-  if (begin == std::string::npos) return {};
-  return s.substr(begin, s.find_last_not_of(" \t\n") - begin + 1);
-}
-
-void write(std::FILE* out, const OfflineResult& r, const std::string& format) {
-  if (format == "json") {
-    fmt::print(out, "{}\n", transcript_json(r));
-    return;
-  }
-  if (format == "txt") {
-    fmt::print(out, "{}\n", transcript_text(r));
-    return;
-  }
-  const bool vtt = format == "vtt";
-  if (vtt) fmt::print(out, "WEBVTT\n\n");
-  int index = 1;
-  for (const TranscriptSegment& seg : r.transcripts) {
-    const std::string text = trimmed(seg.transcript.text);
-    if (seg.transcript.no_speech || text.empty()) continue;
-    if (!vtt) fmt::print(out, "{}\n", index);
-    ++index;
-    fmt::print(out, "{} --> {}\n{}\n\n", clock_time(seg.start_s, vtt ? '.' : ','), clock_time(seg.end_s, vtt ? '.' : ','),
-               text);
-  }
-}
-
 int run_transcribe(const TranscribeOptions& o) {
-  if (o.format != "json" && o.format != "txt" && o.format != "srt" && o.format != "vtt") {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown format '{}': use json, txt, srt or vtt", o.format));
-  }
+  const TranscriptFormat format = parse_transcript_format(o.format);
   if (o.window != "full" && o.window != "fit") {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("--window must be full or fit, got '{}'", o.window));
   }
-  if ((o.format == "srt" || o.format == "vtt") && o.files.files.size() > 1 && o.files.output_dir.empty()) {
+  if (is_subtitles(format) && o.files.files.size() > 1 && o.files.output_dir.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--format {} writes one file's subtitles: give one file, not {}, or -o DIR", o.format,
                             o.files.files.size()));
   }
-  if ((o.format == "srt" || o.format == "vtt") && o.files.channels == "split") {
+  if (is_subtitles(format) && o.files.channels == "split") {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("--format {} holds one track of subtitles: use --channel N instead of --channels split",
                             o.format));
@@ -97,8 +61,8 @@ int run_transcribe(const TranscribeOptions& o) {
   // Each file in flight keeps 30 s of history; the Whisper slots are the bottleneck anyway.
   run_options.max_open = static_cast<std::size_t>(engine.config().model("stt").max_pending) + 2;
   ResultWriter writer;
-  writer.extension = o.format == "json" ? ".json" : o.format == "txt" ? ".txt" : o.format == "srt" ? ".srt" : ".vtt";
-  writer.write = [&o](std::FILE* out, const OfflineResult& r) { write(out, r, o.format); };
+  writer.extension = file_extension(format);
+  writer.write = [format](std::FILE* out, const OfflineResult& r) { write_transcript(out, format, r); };
   return run_files("transcribe", engine, o.files, run_options, writer, load_s);
 }
 

@@ -11,9 +11,9 @@
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
+#include "brisvox/formats/segment_writers.h"
 #include "cli/commands.h"
 #include "cli/file_run.h"
-#include "cli/segment_writers.h"
 #include "cli/vad_params.h"
 
 namespace brisvox::cli {
@@ -32,80 +32,8 @@ struct TurnCommandOptions {
   TurnParams turn;
 };
 
-enum class TurnFormat { kJson, kCsv, kRttm, kAudacity };
-
-TurnFormat parse_turn_format(const std::string& name) {
-  if (name == "json") return TurnFormat::kJson;
-  if (name == "csv") return TurnFormat::kCsv;
-  if (name == "rttm") return TurnFormat::kRttm;
-  if (name == "audacity") return TurnFormat::kAudacity;
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown format '{}': use json, csv, rttm or audacity", name));
-}
-
-std::string_view extension(TurnFormat f) {
-  switch (f) {
-    case TurnFormat::kJson: return ".json";
-    case TurnFormat::kCsv: return ".csv";
-    case TurnFormat::kRttm: return ".rttm";
-    case TurnFormat::kAudacity: return ".txt";
-  }
-  return ".txt";
-}
-
-struct Verdict {
-  const TurnVerdict* turn;
-  bool incomplete;
-};
-
-// Finished turns and unfinished pauses, by the time the analysis ended.
-std::vector<Verdict> verdicts_in_order(const OfflineResult& r) {
-  std::vector<Verdict> v;
-  for (const TurnVerdict& t : r.turns) v.push_back({&t, false});
-  for (const TurnVerdict& t : r.incomplete_turns) v.push_back({&t, true});
-  std::stable_sort(v.begin(), v.end(), [](const Verdict& a, const Verdict& b) { return a.turn->end_s < b.turn->end_s; });
-  return v;
-}
-
-std::string probability_text(float p) { return p >= 0.0f ? fmt::format("{}", p) : std::string(); }
-
-// One result's turns. JSON: the runner's document with the turns (and segments), and the count
-// of "not finished yet" verdicts; the others one line per turn.
-void write_turns(std::FILE* out, TurnFormat format, const OfflineResult& r, bool with_segments, bool channel_column) {
-  switch (format) {
-    case TurnFormat::kJson:
-      fmt::print(out, "{}\n",
-                 with_segments
-                     ? result_json(r, {ResultPart::kTurns, ResultPart::kTurnIncomplete, ResultPart::kSegments})
-                     : result_json(r, {ResultPart::kTurns, ResultPart::kTurnIncomplete}));
-      break;
-    case TurnFormat::kCsv: {
-      const std::string file =
-          channel_column ? fmt::format("{},{}", csv_quote(r.file), std::max(r.channel, 0)) : csv_quote(r.file);
-      for (const Verdict& v : verdicts_in_order(r)) {
-        fmt::print(out, "{},{},{},{},{}\n", file, v.turn->start_s, v.turn->end_s, probability_text(v.turn->probability),
-                   v.incomplete ? std::string_view("incomplete") : to_string(v.turn->reason));
-      }
-      if (r.turns.empty() && r.incomplete_turns.empty()) fmt::print(out, "{},,,,\n", file);  // read, and no turn
-      break;
-    }
-    case TurnFormat::kRttm:
-      for (const TurnVerdict& t : r.turns) {
-        fmt::print(out, "SPEAKER {} {} {:.3f} {:.3f} <NA> <NA> turn <NA> <NA>\n", rttm_id(r.file),
-                   r.channel >= 0 ? r.channel + 1 : 1, t.start_s, t.end_s - t.start_s);
-      }
-      break;
-    case TurnFormat::kAudacity:
-      for (const Verdict& v : verdicts_in_order(r)) {
-        const std::string channel = r.channel >= 0 ? fmt::format(" (channel {})", r.channel) : std::string();
-        fmt::print(out, "{:.6f}\t{:.6f}\tturn {}{}\n", v.turn->start_s, v.turn->end_s,
-                   v.incomplete ? std::string_view("incomplete") : to_string(v.turn->reason), channel);
-      }
-      break;
-  }
-}
-
 int run_turn(const TurnCommandOptions& o) {
-  const TurnFormat format = parse_turn_format(o.format);
+  const SegmentFormat format = parse_segment_format(o.format);
   o.vad.validate();
   // One speech decision: --threshold and --neg-threshold are the segmenter's and the turn
   // tracker's alike.
@@ -113,7 +41,7 @@ int run_turn(const TurnCommandOptions& o) {
   turn.threshold = o.vad.threshold;
   turn.neg_threshold = o.vad.neg_threshold;
   turn.validate();
-  if (o.with_segments && format != TurnFormat::kJson) {
+  if (o.with_segments && format != SegmentFormat::kJson) {
     throw Error(ErrorCode::kInvalidArgument, "--segments needs --format json (use `brisvox vad` for segments in other formats)");
   }
   OfflineOptions run_options;
@@ -136,12 +64,8 @@ int run_turn(const TurnCommandOptions& o) {
   run_options.max_open = static_cast<std::size_t>(engine.config().model("vad").num_workers) * 8;
   const bool channel_column = run_options.split_channels || run_options.channel >= 0;
   ResultWriter writer;
-  writer.extension = extension(format);
-  writer.header = [format, channel_column](std::FILE* out) {
-    if (format == TurnFormat::kCsv) {
-      std::fputs(channel_column ? "file,channel,start,end,probability,reason\n" : "file,start,end,probability,reason\n", out);
-    }
-  };
+  writer.extension = file_extension(format);
+  writer.header = [format, channel_column](std::FILE* out) { write_turn_header(out, format, channel_column); };
   writer.write = [&](std::FILE* out, const OfflineResult& r) {
     write_turns(out, format, r, o.with_segments, channel_column);
   };

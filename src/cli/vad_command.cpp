@@ -8,11 +8,11 @@
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
+#include "brisvox/formats/segment_writers.h"
 #include "brisvox/models/vad/segmenter_params.h"
 #include "cli/commands.h"
 #include "cli/file_run.h"
 #include "cli/vad_params.h"
-#include "cli/segment_writers.h"
 
 namespace brisvox::cli {
 namespace {

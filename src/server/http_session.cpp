@@ -17,12 +17,12 @@
 #include "server/request_tag.h"
 #include "server/access_policy.h"
 #include "server/server_log.h"
-#include "server/stream_admission.h"
-#include "server/tts_admission.h"
+#include "server/stream_handler.h"
+#include "server/tts_handler.h"
 #include "server/tts_http.h"
-#include "server/tts_ws_session.h"
 #include "server/vad_request.h"
-#include "server/ws_session.h"
+#include "server/ws_admission.h"
+#include "server/ws_connection.h"
 
 namespace brisvox::server {
 
@@ -319,7 +319,13 @@ void HttpSession::refuse_body(const Request& request) {
 void HttpSession::handle(Request request) {
   const Route route = route_for(request);
   if (route == Route::kStream && beast::websocket::is_upgrade(request)) {
-    upgrade(std::move(request));
+    StreamEndpoint endpoint(ctx_);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if (route == Route::kTts && beast::websocket::is_upgrade(request)) {
+    TtsEndpoint endpoint(ctx_);
+    upgrade(std::move(request), endpoint);
     return;
   }
   if (route == Route::kVad || route == Route::kTranscribe) {
@@ -327,16 +333,12 @@ void HttpSession::handle(Request request) {
     start_audio_job(std::move(request), route == Route::kVad ? AudioEndpoint::kVad : AudioEndpoint::kTranscribe);
     return;
   }
-  if (route == Route::kTts && (request.method() == http::verb::post || beast::websocket::is_upgrade(request))) {
+  if (route == Route::kTts && request.method() == http::verb::post) {
     if (auto refusal = check_access(ctx_, request)) {
       send(std::move(*refusal));
       return;
     }
-    if (request.method() == http::verb::post) {
-      start_tts(std::move(request));
-    } else {
-      upgrade_tts(std::move(request));
-    }
+    start_tts(std::move(request));
     return;
   }
   auto res = immediate_response(ctx_, request, route);
@@ -370,23 +372,24 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
   });
 }
 
-void HttpSession::upgrade(Request request) {
-  Admission a = admit_stream(ctx_, request, stream_.get_executor(), client_address());
+void HttpSession::upgrade(Request request, WsEndpoint& endpoint) {
+  Admission a = admit_upgrade(ctx_, request, endpoint, stream_.get_executor(), client_address());
   if (a.refusal) {
     a.refusal->keep_alive(false);
     send(std::move(*a.refusal), true);
     return;
   }
-  auto session = std::make_shared<WsSession>(std::move(stream_), ctx_, std::move(a.request), std::move(a.stream),
-                                             std::move(a.wakeup), peer_);
-  session->hold(std::move(a.client_slot));
-  slot_.release();  // a stream counts in limits.max_streams from here
+  auto connection = std::make_shared<WsConnection>(std::move(stream_), ctx_, std::move(a.handler), std::move(a.wakeup),
+                                                   std::move(a.held), peer_);
+  // The WebSocket leaves the HTTP connection count: it counts in limits.max_streams (or in its
+  // voice's sessions) from here.
+  slot_.release();
   ctx_.metrics.count_http_response(handler_, 101);
   if (ctx_.config.access_log) {
     Response switching{http::status::switching_protocols, request.version()};
     log_access(switching, 0);
   }
-  session->start(std::move(request));
+  connection->start(std::move(request));
 }
 
 void HttpSession::start_tts(Request request) {
@@ -405,39 +408,6 @@ void HttpSession::start_tts(Request request) {
         }
       });
   exchange->start();  // keeps itself alive until it has answered
-}
-
-void HttpSession::upgrade_tts(Request request) {
-  auto refuse = [&](int status, std::string_view code, std::string_view message) {
-    ctx_.metrics.count_error(code);
-    auto res = error_response(request, static_cast<http::status>(status), code, message);
-    res.keep_alive(false);
-    if (status == 503) res.set(http::field::retry_after, "1");
-    send(std::move(res), true);
-  };
-  TtsOptions options;
-  try {
-    options = parse_tts_query(target_query(to_sv(request.target())));
-  } catch (const Error& e) {
-    refuse(400, "bad_request", e.what());
-    return;
-  }
-  auto wakeup = std::make_shared<SpeechWakeup>(stream_.get_executor(), ctx_.gate);
-  TtsAdmission a = open_tts_speech(ctx_, options, wakeup);
-  if (a.refusal) {
-    refuse(a.refusal->status, a.refusal->code, a.refusal->message);
-    return;
-  }
-  const std::string voice = server_voice(ctx_.engine.config())->name;
-  auto session = std::make_shared<TtsWsSession>(std::move(stream_), ctx_, std::move(options), voice,
-                                                std::move(a.speech), std::move(wakeup), peer_);
-  slot_.release();  // the WebSocket leaves the HTTP connection count, as /v1/stream's do
-  ctx_.metrics.count_http_response(handler_, 101);
-  if (ctx_.config.access_log) {
-    Response switching{http::status::switching_protocols, request.version()};
-    log_access(switching, 0);
-  }
-  session->start(std::move(request));
 }
 
 void HttpSession::send(Response response, bool close_after) {

@@ -1,5 +1,5 @@
 // One TCP connection speaking HTTP/1.1: reads requests (keep-alive), answers them through the
-// router, runs POST /v1/vad on a job thread, and hands a WebSocket upgrade to a WsSession.
+// router, runs POST /v1/vad on a job thread, and hands a WebSocket upgrade to a WsConnection.
 // Everything runs on the connection's strand.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "server/query_params.h"
 #include "server/router.h"
 #include "server/server_context.h"
+#include "server/ws_admission.h"
 
 namespace brisvox::server {
 
@@ -47,9 +48,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void refuse_body(const Request& request);  // 413, then linger
   // POST /v1/vad and /v1/transcribe: decoded and run on a job thread (never on this strand).
   void start_audio_job(Request request, AudioEndpoint endpoint);
-  void upgrade(Request request);
-  void start_tts(Request request);    // POST /v1/tts (tts_http.h)
-  void upgrade_tts(Request request);  // WebSocket /v1/tts (tts_ws_session.h)
+  // A WebSocket upgrade to `endpoint` (/v1/stream, /v1/tts): admitted (ws_admission.h), the socket
+  // goes to a WsConnection running the endpoint's handler; refused, the refusal is answered.
+  void upgrade(Request request, WsEndpoint& endpoint);
+  void start_tts(Request request);  // POST /v1/tts (tts_http.h)
   void send(Response response, bool close_after = false);
   void on_sent(bool close, boost::beast::error_code ec);
   // After refusing a body: stop sending, read and discard what the client still sends (for a

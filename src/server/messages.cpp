@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 namespace brisvox::server {
@@ -15,9 +13,8 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 
 }  // namespace
 
-std::string ready_message(std::uint64_t session_id, const AudioRequest& request, int model_rate_hz,
+std::string ready_message(std::uint64_t session_id, const AudioRequest& request, const StreamConfig& s,
                           const ServerLimits& limits) {
-  const StreamConfig& s = request.stream;
   const SegmenterParams& p = s.vad.params;
   Json j;
   j["type"] = "ready";
@@ -26,7 +23,7 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
   Json c;
   c["sample_rate"] = s.sample_rate_hz;
   c["encoding"] = to_string(request.encoding);
-  c["model_rate"] = model_rate_hz;
+  c["model_rate"] = s.vad.model_rate_hz;
   c["events"] = Json::array();
   if (s.vad.emit_probabilities) c["events"].push_back("vad");
   if (s.turn) {
@@ -44,8 +41,7 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();
   c["min_speech_ms"] = p.min_speech_ms;
-  // Infinity (no limit) is printed as null; with transcripts, the engine caps it at Whisper's window.
-  c["max_speech_s"] = s.stt ? std::min(p.max_speech_s, 30.0) : p.max_speech_s;
+  c["max_speech_s"] = p.max_speech_s;  // infinity (no limit) is printed as null
   c["min_silence_ms"] = p.min_silence_ms;
   c["speech_pad_ms"] = p.speech_pad_ms;
   c["min_silence_at_max_speech_ms"] = p.min_silence_at_max_speech_ms;

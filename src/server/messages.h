@@ -12,8 +12,10 @@
 
 namespace brisvox::server {
 
-// {"type":"ready","id":..,"config":{..the effective stream config..},"limits":{..}}
-std::string ready_message(std::uint64_t session_id, const AudioRequest& request, int model_rate_hz,
+// {"type":"ready","id":..,"config":{..the effective stream config..},"limits":{..}}: `stream` is the
+// config the engine runs (Stream::config(): the VAD's model rate, max_speech_s as the stt stage
+// caps it); `request` gives the encoding and the tag.
+std::string ready_message(std::uint64_t session_id, const AudioRequest& request, const StreamConfig& stream,
                           const ServerLimits& limits);
 std::string speech_start_message(double start_s);
 std::string speech_end_message(double start_s, double end_s);

@@ -4,10 +4,10 @@
 //   GET  /readyz       200 {"status":"ready",...} when it can take a new stream now; 503
 //                      {"status":"not_ready","reasons":[...]} while draining or at capacity
 //   GET  /metrics      Prometheus text format 0.0.4
-//   GET  /v1/stream    WebSocket upgrade (ws_session.h); without an upgrade: 426
+//   GET  /v1/stream    WebSocket upgrade (stream_handler.h); without an upgrade: 426
 //   POST /v1/vad       speech segments of an audio file (vad_request.h)
 //   POST /v1/transcribe  the transcript of an audio file (vad_request.h; needs --stt-model)
-//   POST /v1/tts       text to speech, WAV or chunked PCM (tts_http.h); GET: WebSocket (tts_ws_session.h)
+//   POST /v1/tts       text to speech, WAV or chunked PCM (tts_http.h); GET: WebSocket (tts_handler.h)
 //   GET  /, /<file>    the demo page (static_files.h)
 // Errors are JSON: {"error":{"code":"...","message":"..."}}.
 #pragma once

@@ -1,10 +1,12 @@
 #include "server/send_queue.h"
 
+#include <utility>
+
 namespace brisvox::server {
 
-SendQueue::Result SendQueue::push(std::string message, Kind kind) {
+SendQueue::Result SendQueue::push(Message message, Kind kind) {
   const std::size_t n = messages_.size() + 1;
-  const std::size_t b = bytes_ + message.size();
+  const std::size_t b = bytes_ + message.data.size();
   if (kind == Kind::kDroppable && (2 * n > max_messages_ || 2 * b > max_bytes_)) {
     ++dropped_total_;
     ++dropped_unreported_;
@@ -17,15 +19,37 @@ SendQueue::Result SendQueue::push(std::string message, Kind kind) {
 }
 
 void SendQueue::pop() {
-  bytes_ -= messages_.front().size();
+  bytes_ -= messages_.front().data.size();
   messages_.pop_front();
 }
 
 void SendQueue::discard(bool keep_front) {
   while (messages_.size() > (keep_front ? 1u : 0u)) {
-    bytes_ -= messages_.back().size();
+    bytes_ -= messages_.back().data.size();
     messages_.pop_back();
   }
+}
+
+std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front) {
+  std::size_t kept = 0;
+  // What was before the queue was sent, so a front message sent with it stays.
+  bool previous_kept = true;
+  for (std::size_t i = 0; i < messages_.size(); ++i) {
+    Message& m = messages_[i];
+    const bool tagged = m.tag != 0 && m.tag >= first_tag && m.tag <= last_tag;
+    const bool keep = m.with_previous ? previous_kept : (i == 0 && keep_front) || !tagged;
+    previous_kept = keep;
+    if (!keep) {
+      bytes_ -= m.data.size();
+      continue;
+    }
+    // The front is never moved: its storage may be being written.
+    if (kept != i) messages_[kept] = std::move(m);
+    ++kept;
+  }
+  const std::size_t dropped = messages_.size() - kept;
+  messages_.resize(kept);
+  return dropped;
 }
 
 std::uint64_t SendQueue::take_unreported_drops() noexcept {

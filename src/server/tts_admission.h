@@ -7,31 +7,26 @@
 //   503 overloaded       the voice's speech sessions are all open (ModelSpec::max_pending)
 #pragma once
 
-#include <memory>
+#include <functional>
 #include <optional>
-#include <string>
+#include <string_view>
 
 #include "brisvox/engine/engine.h"
+#include "server/refusal.h"
 #include "server/server_context.h"
-#include "server/speech_wakeup.h"
 #include "server/tts_params.h"
 
 namespace brisvox::server {
 
-struct TtsRefusal {
-  int status = 400;
-  std::string code;
-  std::string message;
-};
-
 struct TtsAdmission {
-  std::optional<TtsRefusal> refusal;  // set: answer it, nothing was opened
-  Speech speech;                      // open, its on_events bound to the wake-up
+  std::optional<Refusal> refusal;  // set: answer it, nothing was opened
+  Speech speech;                   // open, its on_events calling `on_events`
 };
 
-TtsAdmission open_tts_speech(ServerContext& ctx, const TtsOptions& options, const std::shared_ptr<SpeechWakeup>& wakeup);
+// `on_events`: the speech session's on_events (EngineWakeup::callback()).
+TtsAdmission open_tts_speech(ServerContext& ctx, const TtsOptions& options, std::function<void()> on_events);
 
 // The refusal for an Error from Speech::speak or a parser (400, 503, ...).
-TtsRefusal tts_refusal(const Error& e, std::string_view parse_code = {});
+Refusal tts_refusal(const Error& e, std::string_view parse_code = {});
 
 }  // namespace brisvox::server

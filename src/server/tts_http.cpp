@@ -2,15 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cstring>
 
+#include "brisvox/audio/pcm.h"
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
-#include "brisvox/models/tts/piper_tts.h"
 #include "server/request_tag.h"
 #include "server/server_log.h"
 #include "server/tts_admission.h"
@@ -46,18 +47,18 @@ void TtsHttpExchange::start() {
     answer(json_error(400, "bad_request", e.what()), true);
     return;
   }
-  wakeup_ = std::make_shared<SpeechWakeup>(stream_.get_executor(), ctx_.gate);
-  TtsAdmission a = open_tts_speech(ctx_, params_.options, wakeup_);
+  wakeup_ = std::make_shared<EngineWakeup>(stream_.get_executor(), ctx_.gate);
+  TtsAdmission a = open_tts_speech(ctx_, params_.options, wakeup_->callback());
   if (a.refusal) {
     answer(json_error(a.refusal->status, a.refusal->code, a.refusal->message), true);
     return;
   }
   speech_ = std::move(a.speech);
-  wakeup_->attach(std::weak_ptr<SpeechListener>(self_));
+  wakeup_->attach(std::weak_ptr<EngineListener>(self_));
   try {
     utterance_ = speech_.speak(params_.text);
   } catch (const Error& e) {
-    const TtsRefusal r = tts_refusal(e);
+    const Refusal r = tts_refusal(e);
     answer(json_error(r.status, r.code, r.message), true);
     return;
   }
@@ -73,7 +74,7 @@ void TtsHttpExchange::start() {
   pump();
 }
 
-void TtsHttpExchange::on_speech_events() { pump(); }
+void TtsHttpExchange::on_engine_events() { pump(); }
 
 void TtsHttpExchange::abort() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
@@ -99,7 +100,9 @@ void TtsHttpExchange::handle(const Event& e) {
   const int rate = speech_.sample_rate_hz();
   switch (e.type) {
     case EventType::kTtsAudio: {
-      std::vector<std::int16_t> pcm = piper_to_int16(speech_.read_audio_payload(e));
+      const std::vector<float> samples = speech_.read_audio_payload(e);
+      std::vector<std::int16_t> pcm(samples.size());
+      std::ranges::transform(samples, pcm.begin(), float_to_s16);  // as piper-tts writes its audio
       samples_ += pcm.size();
       sentences_ = e.speech.sentence_count;
       ctx_.tts_metrics.add_audio(pcm.size(), rate);
@@ -145,7 +148,7 @@ void TtsHttpExchange::handle(const Event& e) {
       const std::string why = e.type == EventType::kError ? speech_.last_error() : "the synthesis was cancelled";
       const ErrorCode code = e.type == EventType::kError ? e.error_code : ErrorCode::kClosed;
       if (!header_sent_) {
-        const TtsRefusal r = tts_refusal(Error(code, why));
+        const Refusal r = tts_refusal(Error(code, why));
         answer(json_error(r.status, r.code, r.message), true);
         return;
       }

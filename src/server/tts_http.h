@@ -30,12 +30,12 @@
 #include "server/router.h"
 #include "server/server_context.h"
 #include "server/session_registry.h"
-#include "server/speech_wakeup.h"
+#include "server/engine_wakeup.h"
 #include "server/tts_params.h"
 
 namespace brisvox::server {
 
-class TtsHttpExchange : public SpeechListener, public Drainable, public std::enable_shared_from_this<TtsHttpExchange> {
+class TtsHttpExchange : public EngineListener, public Drainable, public std::enable_shared_from_this<TtsHttpExchange> {
  public:
   // On the strand, once: `answer` to send (an error, a WAV), or none when the exchange wrote its
   // answer itself; `keep_alive` false: close the connection.
@@ -48,7 +48,7 @@ class TtsHttpExchange : public SpeechListener, public Drainable, public std::ena
   // On the strand: parses, opens the speech session and speaks, or answers the refusal.
   void start();
 
-  void on_speech_events() override;
+  void on_engine_events() override;
   void go_away() override {}  // the reply in progress is finished: the drain waits for it
   void abort() override;
 
@@ -72,7 +72,7 @@ class TtsHttpExchange : public SpeechListener, public Drainable, public std::ena
 
   TtsHttpRequest params_;
   bool streaming_ = false;  // format raw over HTTP/1.1: chunked
-  std::shared_ptr<SpeechWakeup> wakeup_;
+  std::shared_ptr<EngineWakeup> wakeup_;
   Speech speech_;
   std::uint32_t utterance_ = 0;
   std::chrono::steady_clock::time_point accepted_;

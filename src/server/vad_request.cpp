@@ -9,7 +9,7 @@
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/error.h"
-#include "brisvox/models/vad/segmenter_params.h"
+#include "brisvox/formats/result_json.h"
 #include "server/messages.h"
 #include "server/multipart.h"
 #include "server/query_params.h"

@@ -9,6 +9,7 @@
 
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
+#include "brisvox/formats/result_json.h"
 #include "brisvox/models/stt/whisper_model.h"
 #include "brisvox/models/stt/whisper_transcriber.h"
 #include "engine/engine_test_util.h"

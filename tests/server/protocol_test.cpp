@@ -1,5 +1,6 @@
 // Unit tests of the server's pure pieces: query parsing, control messages, the access policy,
-// the send queue, the rate limiter, the metrics text and the static-file route. The whole server
+// the rate limiter, the metrics text and the static-file route (the send queue:
+// send_queue_test.cpp). The whole server
 // is tested end to end by test_server.py.
 #include <gtest/gtest.h>
 
@@ -18,7 +19,6 @@
 #include "server/query_params.h"
 #include "server/rate_limiter.h"
 #include "server/request_tag.h"
-#include "server/send_queue.h"
 #include "server/static_files.h"
 
 namespace brisvox::server {
@@ -240,33 +240,6 @@ TEST(ConnectionLimits, Uploads) {
   EXPECT_EQ(uploads.in_progress(), 1);
   EXPECT_TRUE(uploads.try_acquire());
   EXPECT_EQ(uploads.in_progress(), 1);  // the temporary went at once
-}
-
-TEST(SendQueue, DropsVadFirstAndOverflowsOnlyForRequired) {
-  SendQueue q(8, 1 << 20);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.push("vad", SendQueue::Kind::kDroppable), SendQueue::Result::kQueued);
-  EXPECT_EQ(q.push("vad", SendQueue::Kind::kDroppable), SendQueue::Result::kDropped);  // over half
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.push("speech", SendQueue::Kind::kRequired), SendQueue::Result::kQueued);
-  EXPECT_EQ(q.push("speech", SendQueue::Kind::kRequired), SendQueue::Result::kOverflow);
-  EXPECT_EQ(q.size(), 8u);
-  EXPECT_EQ(q.dropped(), 1u);
-  EXPECT_FALSE(q.has_room_to_report());
-  while (q.size() > 2) q.pop();
-  EXPECT_TRUE(q.has_room_to_report());
-  EXPECT_EQ(q.take_unreported_drops(), 1u);
-  EXPECT_EQ(q.take_unreported_drops(), 0u);
-  EXPECT_EQ(q.front(), "speech");
-  q.discard(/*keep_front=*/true);
-  EXPECT_EQ(q.size(), 1u);
-  EXPECT_EQ(q.bytes(), 6u);
-}
-
-TEST(SendQueue, ByteBound) {
-  SendQueue q(1000, 100);
-  EXPECT_EQ(q.push(std::string(40, 'a'), SendQueue::Kind::kDroppable), SendQueue::Result::kQueued);
-  EXPECT_EQ(q.push(std::string(20, 'a'), SendQueue::Kind::kDroppable), SendQueue::Result::kDropped);
-  EXPECT_EQ(q.push(std::string(60, 'a'), SendQueue::Kind::kRequired), SendQueue::Result::kQueued);
-  EXPECT_EQ(q.push(std::string(1, 'a'), SendQueue::Kind::kRequired), SendQueue::Result::kOverflow);
 }
 
 TEST(RateLimiter, BurstThenRate) {

@@ -356,6 +356,34 @@ async def test_ws_slow_reader_loses_nothing(c):
     await ws.close()
 
 
+async def test_ws_cancel_read_while_client_does_not_read(c):
+    # A client that stops reading (small buffers on its side) and then pings and cancels: the
+    # server's writes wait for room in its socket instead of blocking it, so the pong goes out at
+    # once and the cancel is read and acted on while the client still reads nothing.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    sock.connect(("127.0.0.1", c.server.port))
+    ws = await connect(c.server, "noise_scale=0&noise_w_scale=0", sock=sock, max_queue=1)
+    await recv(ws)
+    text = " ".join(f"This is sentence number {n} of a very long reply." for n in range(1, 21))
+    await ws.send(json.dumps({"type": "speak", "text": text}))
+    await asyncio.sleep(2)  # not reading: the socket and the server's queue fill
+    cancelled_before = metric(c.server, 'brisvox_tts_utterances_total{outcome="cancelled"}')
+    await ws.ping()
+    await ws.send(json.dumps({"type": "cancel"}))
+    deadline = time.monotonic() + 5
+    while metric(c.server, 'brisvox_tts_utterances_total{outcome="cancelled"}') == cancelled_before:
+        assert time.monotonic() < deadline, "the cancel was not read while the client did not read"
+        await asyncio.sleep(0.1)
+    end = None
+    while end is None:
+        m = await recv(ws)
+        if not isinstance(m, bytes) and m["type"] in ("done", "cancelled", "error"):
+            end = m
+    assert end["type"] == "cancelled" and end["sentences"] < 20, end
+    await ws.close()
+
+
 async def test_metrics(c):
     assert metric(c.server, 'brisvox_tts_requests_total{endpoint="http"}') >= 1
     assert metric(c.server, 'brisvox_tts_requests_total{endpoint="ws"}') >= 1
@@ -369,7 +397,8 @@ async def test_metrics(c):
 
 TESTS = [test_post_wav_equals_brisvox_say, test_post_wav_at_16k, test_post_raw_is_chunked_and_starts_before_the_end,
          test_post_bad_input, test_no_voice_is_404, test_concurrent_posts, test_ws_speaks_in_order_and_equals_post,
-         test_ws_cancel_is_barge_in, test_ws_bad_messages, test_ws_slow_reader_loses_nothing, test_metrics]
+         test_ws_cancel_is_barge_in, test_ws_bad_messages, test_ws_slow_reader_loses_nothing,
+         test_ws_cancel_read_while_client_does_not_read, test_metrics]
 
 
 def main():

@@ -21,6 +21,7 @@
 
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
+#include "brisvox/formats/result_json.h"
 #include "brisvox/error.h"
 
 namespace {

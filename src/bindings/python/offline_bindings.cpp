@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "brisvox/audio/resampler.h"
 #include "brisvox/engine/offline.h"
+#include "brisvox/formats/result_json.h"
 #include "brisvox/error.h"
 #include "brisvox/models/model_paths.h"
 #include "brisvox/models/turn/smart_turn.h"

@@ -27,7 +27,7 @@ struct PoolJob {
   // Worker thread only (its adapter sets it between steps): how long the job may wait behind jobs
   // queued after it without harm. The worker serves first the key whose oldest job is due first,
   // due = ready_since_ns + defer_ns; 0 for every job but a Piper continuation, whose client is
-  // still playing the sentence before it (tts_stage.h).
+  // still playing the sentence before it (speech/speech_pool.h).
   std::int64_t defer_ns = 0;
 };
 

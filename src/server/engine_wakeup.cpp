@@ -1,10 +1,13 @@
-#include "server/stream_wakeup.h"
-
-#include "server/ws_session.h"
+#include "server/engine_wakeup.h"
 
 namespace brisvox::server {
 
-void StreamWakeup::notify() noexcept {
+void EngineWakeup::detach() {
+  std::lock_guard lock(mu_);
+  strand_.reset();
+}
+
+void EngineWakeup::notify() noexcept {
   if (posted_.exchange(true, std::memory_order_acq_rel)) return;  // a wake-up is already on its way
   try {
     std::lock_guard lock(mu_);
@@ -12,15 +15,15 @@ void StreamWakeup::notify() noexcept {
       posted_.store(false, std::memory_order_release);
     }
   } catch (...) {
-    // Out of memory for the handler: the session's retry timer polls the events anyway.
+    // Out of memory for the handler: the listener's own timers poll anyway.
     posted_.store(false, std::memory_order_release);
   }
 }
 
-void StreamWakeup::deliver() {
+void EngineWakeup::deliver() {
   // Cleared before polling: events that arrive from now on post again.
   posted_.store(false, std::memory_order_release);
-  if (auto session = session_.lock()) session->on_engine_events();
+  if (auto listener = listener_.lock()) listener->on_engine_events();
 }
 
 }  // namespace brisvox::server

@@ -1,8 +1,12 @@
+#include "brisvox/formats/result_json.h"
+
 #include <nlohmann/json.hpp>
 
-#include "brisvox/engine/offline.h"
+#include "formats/fields.h"
 
 namespace brisvox {
+
+using formats::trimmed;
 
 std::string result_json(const OfflineResult& r, std::span<const ResultPart> parts) {
   using Json = nlohmann::ordered_json;
@@ -39,17 +43,6 @@ std::string result_json(const OfflineResult& r, std::span<const ResultPart> part
   }
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
-
-namespace {
-
-std::string trimmed(const std::string& s) {
-  const auto begin = s.find_first_not_of(" \t\n");
-  if (begin == std::string::npos) return {};
-  const auto end = s.find_last_not_of(" \t\n");
-  return s.substr(begin, end - begin + 1);
-}
-
-}  // namespace
 
 std::string transcript_text(const OfflineResult& r) {
   std::string text;

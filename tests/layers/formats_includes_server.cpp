@@ -1,0 +1,1 @@
+#include "server/server.h"  // formats is below server: must not compile
