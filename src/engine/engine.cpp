@@ -185,6 +185,11 @@ Call Engine::open_call(const CallConfig& requested) {
   config.speak.on_events = config.on_events;
   // The call speaks at its own rate (the voice refuses a rate it cannot give).
   if (config.speak.sample_rate_hz == 0) config.speak.sample_rate_hz = config.listen.sample_rate_hz;
+  // Pieces of about 100 ms: the playout clock hands speech out a piece at a time, so its lead is
+  // kept to within one piece (two wait in the channel: the synthesis waits behind them).
+  if (config.speak.payload_buffer_bytes == 0) {
+    config.speak.payload_buffer_bytes = std::max(16384, 2 * config.speak.sample_rate_hz / 10 * static_cast<int>(sizeof(float)));
+  }
   auto link = std::make_shared<engine::CallLink>();
   link->speech = impl_->open_speech(config.speak, link->wake);
   Speech speech(link->speech);  // closed again if the stream cannot be opened

@@ -16,6 +16,7 @@
 #include "server/query_params.h"
 #include "server/request_tag.h"
 #include "server/access_policy.h"
+#include "server/call_handler.h"
 #include "server/server_log.h"
 #include "server/stream_handler.h"
 #include "server/tts_handler.h"
@@ -320,6 +321,11 @@ void HttpSession::handle(Request request) {
   const Route route = route_for(request);
   if (route == Route::kStream && beast::websocket::is_upgrade(request)) {
     StreamEndpoint endpoint(ctx_);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if (route == Route::kCall && beast::websocket::is_upgrade(request)) {
+    CallEndpoint endpoint(ctx_);
     upgrade(std::move(request), endpoint);
     return;
   }

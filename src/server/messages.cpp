@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace brisvox::server {
 namespace {
 
@@ -11,15 +13,9 @@ using Json = nlohmann::ordered_json;
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-}  // namespace
-
-std::string ready_message(std::uint64_t session_id, const AudioRequest& request, const StreamConfig& s,
-                          const ServerLimits& limits) {
+// A stream's effective configuration, as /v1/stream's ready message and /v1/call's say it.
+Json stream_config(const AudioRequest& request, const StreamConfig& s) {
   const SegmenterParams& p = s.vad.params;
-  Json j;
-  j["type"] = "ready";
-  j["id"] = session_id;
-  if (!request.tag.empty()) j["tag"] = request.tag;
   Json c;
   c["sample_rate"] = s.sample_rate_hz;
   c["encoding"] = to_string(request.encoding);
@@ -46,12 +42,59 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
   c["speech_pad_ms"] = p.speech_pad_ms;
   c["min_silence_at_max_speech_ms"] = p.min_silence_at_max_speech_ms;
   c["use_max_poss_sil_at_max_speech"] = p.use_max_poss_sil_at_max_speech;
-  j["config"] = std::move(c);
+  return c;
+}
+
+Json audio_limits(const ServerLimits& limits) {
   Json l;
   l["max_message_bytes"] = limits.max_message_bytes;
   l["max_rate"] = limits.max_rate;
   l["burst_s"] = limits.burst_s;
   l["idle_timeout_s"] = limits.idle_timeout_s;
+  return l;
+}
+
+}  // namespace
+
+std::string ready_message(std::uint64_t session_id, const AudioRequest& request, const StreamConfig& s,
+                          const ServerLimits& limits) {
+  Json j;
+  j["type"] = "ready";
+  j["id"] = session_id;
+  if (!request.tag.empty()) j["tag"] = request.tag;
+  j["config"] = stream_config(request, s);
+  j["limits"] = audio_limits(limits);
+  return dump(j);
+}
+
+std::string call_ready_message(std::uint64_t session_id, const CallReady& call, const ServerLimits& limits) {
+  Json j;
+  j["type"] = "ready";
+  j["id"] = session_id;
+  if (!call.request.audio.tag.empty()) j["tag"] = call.request.audio.tag;
+  Json c = stream_config(call.request.audio, call.stream);
+  Json speech;
+  speech["voice"] = call.voice;
+  speech["sample_rate"] = call.speech_rate_hz;
+  speech["encoding"] = to_string(call.request.audio.encoding);
+  const SpeechConfig& v = call.request.voice.speech;
+  for (const auto& [name, value] : v.voice_options) {
+    if (name == "speaker_id") {
+      speech[name] = static_cast<std::int64_t>(value);
+    } else {
+      speech[name] = static_cast<float>(value);
+    }
+  }
+  speech["volume"] = v.volume;
+  speech["fast_start"] = v.fast_start;
+  c["speech"] = std::move(speech);
+  const BargeInOptions& b = call.request.barge_in;
+  c["barge_in"] = {{"enabled", b.enabled}, {"min_ms", b.min_speech_ms}, {"on", b.on_turn_end ? "turn_end" : "speech"}};
+  c["playout_lead_ms"] = call.request.playout_lead_ms;
+  j["config"] = std::move(c);
+  Json l = audio_limits(limits);
+  l["max_text_bytes"] = call.max_text_bytes;
+  l["max_queued"] = v.max_queued;
   j["limits"] = std::move(l);
   return dump(j);
 }
@@ -118,4 +161,36 @@ std::string http_error_body(std::string_view code, std::string_view message) {
   return dump(j) + "\n";
 }
 
+
+std::string speak_started_message(std::string_view id_json) {
+  return fmt::format(R"({{"type":"speak_started","id":{}}})", id_json);
+}
+
+std::string speak_done_message(std::string_view id_json, double duration_ms) {
+  return fmt::format(R"({{"type":"speak_done","id":{},"duration_ms":{}}})", id_json, std::round(duration_ms * 10) / 10);
+}
+
+std::string interrupted_message(std::string_view id_json, double sent_ms, std::string_view reason,
+                                const std::optional<std::pair<double, double>>& barge_in) {
+  const double ms = std::round(sent_ms * 10) / 10;
+  if (!barge_in) {
+    return fmt::format(R"({{"type":"interrupted","id":{},"sent_ms":{},"reason":"{}"}})", id_json, ms, reason);
+  }
+  return fmt::format(R"({{"type":"interrupted","id":{},"sent_ms":{},"reason":"{}","speech_start":{},"at":{}}})",
+                     id_json, ms, reason, barge_in->first, barge_in->second);
+}
+
+std::string mark_message(std::string_view name_json) {
+  return fmt::format(R"({{"type":"mark","name":{}}})", name_json);
+}
+
+std::string speak_error_message(std::string_view code, std::string_view message, std::string_view id_json) {
+  Json j;
+  j["type"] = "error";
+  j["code"] = std::string(code);
+  j["message"] = std::string(message);
+  std::string out = dump(j);
+  if (!id_json.empty()) out.insert(out.size() - 1, fmt::format(R"(,"id":{})", id_json));
+  return out;
+}
 }  // namespace brisvox::server

@@ -83,7 +83,7 @@ std::string_view target_query(std::string_view target) {
 
 std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 
-std::map<std::string, std::string> parse_query_string(std::string_view query) {
+QueryParams parse_query_string(std::string_view query) {
   std::map<std::string, std::string> out;
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -101,6 +101,11 @@ std::map<std::string, std::string> parse_query_string(std::string_view query) {
 }
 
 AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint) {
+  return parse_audio_request(parse_query_string(query), endpoint);
+}
+
+AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoint, std::string_view other_keys) {
+  const bool live = endpoint == AudioEndpoint::kStream || endpoint == AudioEndpoint::kCall;
   AudioRequest r;
   r.stream.sample_rate_hz = 16000;
   SegmenterParams& p = r.stream.vad.params;
@@ -108,7 +113,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
   bool wants_turn = false;
   SttOptions stt;     // used when events= lists transcript, and on /v1/transcribe
   bool wants_stt = endpoint == AudioEndpoint::kTranscribe;
-  for (const auto& [key, value] : parse_query_string(query)) {
+  for (const auto& [key, value] : params) {
     if (key == "sample_rate") {
       r.stream.sample_rate_hz =
           parse_int_in(key, value, StreamConfig::kMinSampleRateHz, StreamConfig::kMaxSampleRateHz);
@@ -144,7 +149,7 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
       r.tag = parse_tag(value);
     } else if (key == "token") {
       // Checked by the access policy before the query is parsed.
-    } else if (key == "name" && endpoint != AudioEndpoint::kStream) {
+    } else if (key == "name" && !live) {
       r.name = value;
     } else if (key == "language") {
       if (value.empty() || value.size() > 8) fail(fmt::format("query key 'language' must be a language code such as en, got '{}'", value));
@@ -182,14 +187,14 @@ AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint)
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
                       "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
                       "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, stop_ms, pre_speech_ms, "
-                      "max_silence_ms, turn_threshold, language, window, tag",
-                      key, endpoint != AudioEndpoint::kStream ? "name, " : ""));
+                      "max_silence_ms, turn_threshold, language, window, tag{}",
+                      key, live ? "" : "name, ", other_keys.empty() ? "" : fmt::format(", {}", other_keys)));
     }
   }
-  if (endpoint == AudioEndpoint::kStream || r.encoding_given) {
+  if (live || r.encoding_given) {
     if (!r.sample_rate_given && (r.encoding == SampleEncoding::kMulaw || r.encoding == SampleEncoding::kAlaw)) {
       r.stream.sample_rate_hz = 8000;  // G.711 is 8 kHz unless said otherwise
-    } else if (!r.sample_rate_given && endpoint != AudioEndpoint::kStream) {
+    } else if (!r.sample_rate_given && !live) {
       fail(fmt::format("headerless {} audio needs query key 'sample_rate'", to_string(r.encoding)));
     }
   }

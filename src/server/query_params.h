@@ -14,9 +14,12 @@
 
 namespace brisvox::server {
 
+// A query's keys and values, percent-decoded.
+using QueryParams = std::map<std::string, std::string>;
+
 // Splits and percent-decodes "a=1&b=x%20y" (the part after '?'). Error(kInvalidArgument) on a
 // repeated key, an empty key or a bad escape.
-std::map<std::string, std::string> parse_query_string(std::string_view query);
+QueryParams parse_query_string(std::string_view query);
 
 // A query value true/1 or false/0; Error(kInvalidArgument) naming `key` otherwise.
 bool parse_query_bool(const std::string& key, const std::string& value);
@@ -35,7 +38,7 @@ struct AudioRequest {
   std::string tag;               // the client's call id (request_tag.h); "" when not given
 };
 
-enum class AudioEndpoint { kStream, kVad, kTranscribe };
+enum class AudioEndpoint { kStream, kVad, kTranscribe, kCall };
 
 // Keys of both endpoints:
 //   sample_rate (1000..768000; stream default 16000), encoding (pcm_s16le|pcm_f32le|mulaw|alaw;
@@ -46,7 +49,10 @@ enum class AudioEndpoint { kStream, kVad, kTranscribe };
 //   stt stage's (events=transcript, and always on kTranscribe): language, window (full|fit); tag
 //   (the client's call id, request_tag.h).
 // kVad and kTranscribe also take name (the "file" of the result).
+// kCall takes the keys of kStream (a call's caller side; its other keys are call_params.h's, which
+// `other_keys` lists in the message of an unknown key).
 AudioRequest parse_audio_request(std::string_view query, AudioEndpoint endpoint);
+AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoint, std::string_view other_keys = {});
 
 // Error(kInvalidArgument) naming the server's option to start it with when `stream` asks for a
 // stage whose model `engine` does not have (events=turn without --turn-model, transcripts without

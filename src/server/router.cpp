@@ -76,6 +76,7 @@ Response ready_response(ServerContext& ctx, const Request& request) {
 Response metrics_response(ServerContext& ctx, const Request& request) {
   std::string text = render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes());
   text += render_tts_metrics(ctx.tts_metrics);
+  text += render_call_metrics(ctx.call_metrics);
   text += render_process_and_limits(
       {ctx.connections.open(), ctx.connections.max_total(), ctx.uploads.in_progress(), ctx.uploads.max()},
       ctx.metrics);
@@ -104,6 +105,7 @@ Route route_for(const Request& request) {
   if (path == "/readyz") return get_or_head(Route::kReady);
   if (path == "/metrics") return get_or_head(Route::kMetrics);
   if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
+  if (path == "/v1/call") return only(http::verb::get, Route::kCall);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
@@ -122,6 +124,7 @@ std::string_view route_name(Route route) {
     case Route::kReady: return "readyz";
     case Route::kMetrics: return "metrics";
     case Route::kStream: return "stream";
+    case Route::kCall: return "call";
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
@@ -198,6 +201,9 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
     case Route::kStream:
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/stream is a WebSocket endpoint: connect with a WebSocket client");
+    case Route::kCall:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/call is a WebSocket endpoint: connect with a WebSocket client");
     case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");

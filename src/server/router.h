@@ -27,11 +27,11 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
-enum class Route { kHealth, kReady, kMetrics, kStream, kVad, kTranscribe, kTts, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+enum class Route { kHealth, kReady, kMetrics, kStream, kCall, kVad, kTranscribe, kTts, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
 
 Route route_for(const Request& request);
 // The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
-// "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
+// "call", "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 
 // A JSON error answer for `request` (keep-alive as the request asks).

@@ -30,7 +30,9 @@ void SendQueue::discard(bool keep_front) {
   }
 }
 
-std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front) {
+std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front,
+                             std::size_t* bytes_dropped) {
+  const std::size_t bytes_before = bytes_;
   std::size_t kept = 0;
   // What was before the queue was sent, so a front message sent with it stays.
   bool previous_kept = true;
@@ -49,6 +51,7 @@ std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bo
   }
   const std::size_t dropped = messages_.size() - kept;
   messages_.resize(kept);
+  if (bytes_dropped != nullptr) *bytes_dropped = bytes_before - bytes_;
   return dropped;
 }
 

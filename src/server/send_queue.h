@@ -47,8 +47,10 @@ class SendQueue {
   // Drops every message but the front one when `keep_front` (it is being written).
   void discard(bool keep_front);
   // Drops the messages tagged first_tag..last_tag (and those sent with them), except the front one
-  // when `keep_front` and what is sent with it. Returns how many were dropped.
-  std::size_t purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front);
+  // when `keep_front` and what is sent with it. Returns how many were dropped; `bytes_dropped`, when
+  // given, gets their bytes.
+  std::size_t purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front,
+                    std::size_t* bytes_dropped = nullptr);
 
   // Droppable messages refused since the last take_unreported_drops(), and in total.
   std::uint64_t dropped() const noexcept { return dropped_total_; }

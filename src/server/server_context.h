@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "brisvox/engine/engine.h"
+#include "server/call_metrics.h"
 #include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/post_gate.h"
@@ -34,6 +35,7 @@ struct ServerContext {
   boost::asio::thread_pool& jobs;  // POST /v1/vad: decoding and feeding (waits, never infers)
   ServerMetrics metrics;
   TtsMetrics tts_metrics;  // POST and WebSocket /v1/tts
+  CallMetrics call_metrics;  // /v1/call
   SessionRegistry sessions;
   ConnectionLimiter connections;  // HTTP connections (limits.max_connections, _per_client)
   UploadLimiter uploads;          // POST uploads in progress (limits.max_uploads)

@@ -21,13 +21,6 @@ namespace {
 // 32 ms; 5 ms keeps the added delay small without spinning.
 constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 
-// About 250 ms of audio per read.
-std::size_t read_chunk_bytes(const AudioRequest& r) {
-  const double quarter_second =
-      static_cast<double>(bytes_per_sample(r.encoding)) * static_cast<double>(r.stream.sample_rate_hz) / 4.0;
-  return static_cast<std::size_t>(std::clamp(quarter_second, 512.0, 65536.0));
-}
-
 // The engine stream of a session: the request's pipeline with the server's engine buffer.
 Stream open_engine_stream(ServerContext& ctx, const AudioRequest& request, std::function<void()> on_events) {
   StreamConfig config = request.stream;
@@ -47,20 +40,12 @@ StreamHandler::StreamHandler(ServerContext& ctx, const boost::asio::any_io_execu
       request_(std::move(request)),
       stream_(std::move(stream)),
       on_events_(std::move(on_events)),
-      decoder_(request_.encoding, request_.stream.sample_rate_hz),
-      rate_(ctx.config.limits.max_rate, ctx.config.limits.burst_s),
-      read_chunk_bytes_(read_chunk_bytes(request_)),
-      retry_timer_(strand) {
-  decoded_.resize(decoder_.max_samples_for(read_chunk_bytes_));
-  const auto limit = static_cast<std::size_t>(static_cast<double>(request_.stream.sample_rate_hz) *
-                                              ctx.config.limits.pending_ms / 1000.0);
-  pending_limit_samples_ = std::max(limit, 2 * decoded_.size());
-  pending_.reserve(pending_limit_samples_);
-}
+      ingress_(ctx, request_.encoding, request_.stream.sample_rate_hz),
+      retry_timer_(strand) {}
 
 StreamHandler::~StreamHandler() {
   stream_.close();
-  discard_held(AudioLoss::kDisconnected);  // nothing left unless the connection never ended (the server stopped)
+  ingress_.discard(AudioLoss::kDisconnected);  // nothing left unless the connection never ended (the server stopped)
 }
 
 WsSettings StreamHandler::settings() const {
@@ -69,7 +54,7 @@ WsSettings StreamHandler::settings() const {
   WsSettings s;
   s.kind = "stream";
   s.tag = request_.tag;
-  s.read_chunk_bytes = read_chunk_bytes_;
+  s.read_chunk_bytes = ingress_.read_chunk_bytes();
   s.text = {max_text,
             fmt::format("a text message is larger than {} bytes (control messages are small JSON objects)", max_text)};
   s.binary = {l.max_message_bytes,
@@ -99,7 +84,12 @@ void StreamHandler::on_text(std::string message) {
 
 void StreamHandler::on_binary(std::span<const std::byte> chunk, bool /*last*/) {
   if (end_ == EndRequest::kClose) return;
-  handle_audio(chunk);
+  const std::uint64_t before = ingress_.samples();
+  if (auto failure = ingress_.receive(chunk)) {
+    connection().fail(failure->code, failure->close_code, failure->message);
+    return;
+  }
+  stream_samples_ += ingress_.samples() - before;
   advance();
 }
 
@@ -122,8 +112,8 @@ void StreamHandler::handle_control(const std::string& text) {
     case ControlType::kReset:
       // Everything of the current stream goes: held audio, a partial sample, unread events.
       stream_.close();
-      discard_held(AudioLoss::kReset);
-      decoder_.reset();
+      ingress_.discard(AudioLoss::kReset);
+      ingress_.reset_decoder();
       offset_s_ = 0;
       stream_samples_ = 0;
       if (reopen_engine_stream()) send(reset_message());
@@ -131,79 +121,18 @@ void StreamHandler::handle_control(const std::string& text) {
   }
 }
 
-void StreamHandler::handle_audio(std::span<const std::byte> bytes) {
-  if (bytes.empty()) return;
-  ctx_.metrics.audio_bytes_received.fetch_add(bytes.size(), std::memory_order_relaxed);
-  std::size_t n = 0;
-  try {
-    n = decoder_.decode(bytes, decoded_);
-  } catch (const Error& e) {
-    connection().fail(to_string(e.code()), kCloseBadData, e.what());
-    return;
-  }
-  const double audio_s = static_cast<double>(n) / request_.stream.sample_rate_hz;
-  rate_.consume(audio_s);
-  const std::size_t held = pending_.size() - pending_begin_;
-  if (held + n > pending_limit_samples_) {
-    const ServerLimits& l = ctx_.config.limits;
-    connection().fail(
-        "rate_limited", kClosePolicy,
-        fmt::format("{:.2f} s of audio is waiting for the engine, more than the {} ms the server holds per stream; "
-                    "send audio at most {} x real time and in messages of at most {} ms",
-                    static_cast<double>(held + n) / request_.stream.sample_rate_hz, l.pending_ms, l.max_rate,
-                    l.pending_ms / 2));
-    return;
-  }
-  if (pending_begin_ > 0 && pending_begin_ == pending_.size()) {
-    pending_.clear();
-    pending_begin_ = 0;
-  }
-  if (pending_begin_ == pending_.size()) pending_since_ = Clock::now();
-  pending_.insert(pending_.end(), decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(n));
-  ctx_.metrics.audio_samples_received.fetch_add(n, std::memory_order_relaxed);
-  stream_samples_ += n;
-  total_audio_s_ += audio_s;
-}
-
 // --- the engine side -----------------------------------------------------------------------------
-
-void StreamHandler::push_pending() {
-  while (pending_begin_ < pending_.size()) {
-    // Only what the stream takes: a refused push would count as rejected samples and raise an
-    // overload event, while nothing is lost here.
-    const std::size_t room = std::min(stream_.writable(), pending_.size() - pending_begin_);
-    if (room == 0) break;
-    std::size_t accepted = 0;
-    try {
-      accepted = stream_.push(std::span(pending_.data() + pending_begin_, room));
-    } catch (const Error& e) {
-      connection().fail(to_string(e.code()), e.code() == ErrorCode::kBadAudio ? kCloseBadData : kCloseInternal,
-                        e.what());
-      return;
-    }
-    pending_begin_ += accepted;
-    if (accepted < room) break;
-  }
-  if (pending_begin_ == pending_.size()) {
-    pending_.clear();
-    pending_begin_ = 0;
-  } else if (pending_begin_ > pending_.size() / 2) {
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pending_begin_));
-    pending_begin_ = 0;
-  }
-}
 
 void StreamHandler::advance() {
   WsConnection& c = connection();
   if (!c.is_open()) return;
-  push_pending();
-  if (!c.is_open()) return;
-  if (pending_begin_ < pending_.size()) {
-    const auto held_for = Clock::now() - pending_since_;
-    if (held_for > std::chrono::milliseconds(ctx_.config.limits.pending_timeout_ms)) {
-      c.fail("overloaded", kCloseTryLater,
-             fmt::format("the engine took none of this stream's audio for {} ms; try again later",
-                         ctx_.config.limits.pending_timeout_ms));
+  if (auto failure = ingress_.push(stream_)) {
+    c.fail(failure->code, failure->close_code, failure->message);
+    return;
+  }
+  if (ingress_.holding()) {
+    if (auto failure = ingress_.check_held()) {
+      c.fail(failure->code, failure->close_code, failure->message);
       return;
     }
     c.pause_reading();
@@ -223,7 +152,7 @@ void StreamHandler::advance() {
     }
     return;
   }
-  if (const auto wait = rate_.wait_time(); wait.count() > 0) {
+  if (const auto wait = ingress_.pace(); wait.count() > 0) {
     c.pause_reading();
     arm_retry(wait);
     return;
@@ -356,13 +285,13 @@ void StreamHandler::on_closed(std::string_view why, bool opened) {
   stream_.close();
   switch (connection().ending()) {
     case WsConnection::Ending::kDisconnected:
-      discard_held(AudioLoss::kDisconnected);
+      ingress_.discard(AudioLoss::kDisconnected);
       break;
     case WsConnection::Ending::kFailed:
-      discard_held(AudioLoss::kError);
+      ingress_.discard(AudioLoss::kError);
       break;
     case WsConnection::Ending::kAborted:
-      discard_held(AudioLoss::kShutdown);
+      ingress_.discard(AudioLoss::kShutdown);
       break;
   }
   if (!opened) return;
@@ -370,18 +299,11 @@ void StreamHandler::on_closed(std::string_view why, bool opened) {
   const WsConnection& c = connection();
   if (why.empty()) {
     c.log("stream {} closed: code {}{}{}, {:.2f} s of audio, {}", c.id(), c.close_code(),
-          c.close_reason().empty() ? "" : " ", c.close_reason(), total_audio_s_, count_of(num_segments_, "segment"));
+          c.close_reason().empty() ? "" : " ", c.close_reason(), ingress_.seconds(), count_of(num_segments_, "segment"));
   } else {
-    c.log("stream {} closed: {}, {:.2f} s of audio, {}", c.id(), why, total_audio_s_,
+    c.log("stream {} closed: {}, {:.2f} s of audio, {}", c.id(), why, ingress_.seconds(),
           count_of(num_segments_, "segment"));
   }
-}
-
-void StreamHandler::discard_held(AudioLoss why) {
-  const std::size_t held = pending_.size() - pending_begin_;
-  if (held > 0) ctx_.metrics.count_loss(why, held);
-  pending_.clear();
-  pending_begin_ = 0;
 }
 
 // --- admission -----------------------------------------------------------------------------------

@@ -1,17 +1,13 @@
 // /v1/stream on a WsConnection: audio in, speech events out (docs/PROTOCOL.md).
 //
 // The handler owns the client's engine stream. Binary messages are audio in the query's encoding,
-// decoded as they arrive (PcmDecoder: a sample may be split across messages) and pushed into the
-// stream; text messages are control messages (flush, reset, close); the stream's events become
-// JSON messages (messages.h), its per-frame "vad" probabilities droppable.
+// taken in by the AudioIngress (audio_ingress.h: decoded as they arrive, held while the engine
+// cannot take them, the client paced) and pushed into the stream; text messages are control
+// messages (flush, reset, close); the stream's events become JSON messages (messages.h), its
+// per-frame "vad" probabilities droppable.
 //
-// Flow control, never silent loss:
-//   - What the engine stream cannot take yet is held (pending); while any is held the handler has
-//     reading paused, and it retries when the engine reports progress or after a short timer.
-//     Held audio beyond limits.pending_ms ends the session ("rate_limited", 1008); held audio the
-//     engine does not take within pending_timeout_ms ends it too ("overloaded", 1013).
-//   - A client faster than limits.max_rate x real time (beyond a burst of limits.burst_s) is
-//     paced: reading pauses until the token bucket allows more.
+// Flow control, never silent loss: the ingress's (reading pauses while audio is held or the
+// client is ahead of its pace; held audio over the server's limits ends the session).
 //   - A flush or a close waits for the stream's final events with reading paused; none of that
 //     time counts as idle (ws_connection.h), nor do pings: a client that only pings holds a stream
 //     slot without using it, and is closed at the idle timeout like a silent one (issue 13).
@@ -27,11 +23,10 @@
 #include <variant>
 #include <vector>
 
-#include "brisvox/audio/pcm.h"
 #include "brisvox/engine/engine.h"
+#include "server/audio_ingress.h"
 #include "server/metrics.h"
 #include "server/query_params.h"
-#include "server/rate_limiter.h"
 #include "server/server_context.h"
 #include "server/ws_admission.h"
 #include "server/ws_connection.h"
@@ -61,16 +56,12 @@ class StreamHandler final : public WsHandler {
   enum class EndRequest { kNone, kFlush, kClose };  // what the current engine stream is ending for
 
   void handle_control(const std::string& text);
-  void handle_audio(std::span<const std::byte> bytes);
   void handle_event(const Event& event);
   void on_end_of_stream();
   bool reopen_engine_stream();
   void advance();  // pushes held audio, flushes when asked, reads on when allowed
-  void push_pending();
   void arm_retry(std::chrono::microseconds delay);
   void send(std::string message, SendQueue::Kind kind = SendQueue::Kind::kRequired);
-  // Counts the held audio (decoded, not yet taken by the engine stream) as lost to `why`, drops it.
-  void discard_held(AudioLoss why);
   double timeline_s(double stream_s) const;  // a time of the current engine stream on the session's timeline
   double stream_time_s() const;              // where the current engine stream ends so far
 
@@ -78,27 +69,17 @@ class StreamHandler final : public WsHandler {
   const AudioRequest request_;
   Stream stream_;
   std::function<void()> on_events_;
-  PcmDecoder decoder_;
-  RateLimiter rate_;
-  const std::size_t read_chunk_bytes_;
+  AudioIngress ingress_;
 
   EndRequest end_ = EndRequest::kNone;
   bool flush_called_ = false;
   std::uint16_t end_code_ = kCloseNormal;  // the close code once the stream has ended (kClose)
   std::string end_reason_;
 
-  std::vector<float> decoded_;
-  // Audio decoded but not yet taken by the engine stream: pending_[pending_begin_, end).
-  std::vector<float> pending_;
-  std::size_t pending_begin_ = 0;
-  std::size_t pending_limit_samples_;
-  std::chrono::steady_clock::time_point pending_since_;
-
   // Timeline: the current engine stream starts at offset_s_ (a flush continues the timeline, a
   // reset restarts it); stream_samples_ input samples were given to it so far.
   double offset_s_ = 0;
   std::uint64_t stream_samples_ = 0;
-  double total_audio_s_ = 0;
   std::uint64_t num_segments_ = 0;
 
   boost::asio::steady_timer retry_timer_;

@@ -14,28 +14,32 @@ Refusal tts_refusal(const Error& e, std::string_view parse_code) {
                  e.what()};
 }
 
-TtsAdmission open_tts_speech(ServerContext& ctx, const TtsOptions& options, std::function<void()> on_events) {
-  TtsAdmission a;
+std::variant<TtsVoice, Refusal> choose_voice(const ServerContext& ctx, const TtsOptions& options) {
   const std::optional<TtsVoice> voice = server_voice(ctx.engine.config());
   if (!voice) {
-    a.refusal = Refusal{404, "tts_unavailable",
-                        "this server has no text-to-speech voice: start it with --tts-voice NAME|PATH "
-                        "(brisvox voices lists the installed ones)"};
-    return a;
+    return Refusal{404, "tts_unavailable",
+                   "this server has no text-to-speech voice: start it with --tts-voice NAME|PATH "
+                   "(brisvox voices lists the installed ones)"};
   }
   if (!voice_matches(options.voice, *voice)) {
-    a.refusal = Refusal{404, "unknown_voice",
-                        fmt::format("this server speaks with voice '{}' only (asked for '{}'); leave \"voice\" out "
-                                    "or name that one",
-                                    voice->name, options.voice)};
-    return a;
+    return Refusal{404, "unknown_voice",
+                   fmt::format("this server speaks with voice '{}' only (asked for '{}'); leave \"voice\" out "
+                               "or name that one",
+                               voice->name, options.voice)};
   }
-  if (ctx.draining.load()) {
-    a.refusal = Refusal{503, "shutting_down", "the server is shutting down"};
+  if (ctx.draining.load()) return Refusal{503, "shutting_down", "the server is shutting down"};
+  return *voice;
+}
+
+TtsAdmission open_tts_speech(ServerContext& ctx, const TtsOptions& options, std::function<void()> on_events) {
+  TtsAdmission a;
+  const std::variant<TtsVoice, Refusal> voice = choose_voice(ctx, options);
+  if (const Refusal* r = std::get_if<Refusal>(&voice)) {
+    a.refusal = *r;
     return a;
   }
   SpeechConfig config = options.speech;
-  config.model = voice->model;
+  config.model = std::get<TtsVoice>(voice).model;
   config.on_events = std::move(on_events);
   try {
     a.speech = ctx.engine.open_speech(config);

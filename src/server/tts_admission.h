@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <variant>
 
 #include "brisvox/engine/engine.h"
 #include "server/refusal.h"
@@ -25,6 +26,10 @@ struct TtsAdmission {
 
 // `on_events`: the speech session's on_events (EngineWakeup::callback()).
 TtsAdmission open_tts_speech(ServerContext& ctx, const TtsOptions& options, std::function<void()> on_events);
+
+// The checks above that come before the engine is asked (the voice, the drain): the server's voice
+// the request may speak with, or the refusal. /v1/call asks them too.
+std::variant<TtsVoice, Refusal> choose_voice(const ServerContext& ctx, const TtsOptions& options);
 
 // The refusal for an Error from Speech::speak or a parser (400, 503, ...).
 Refusal tts_refusal(const Error& e, std::string_view parse_code = {});

@@ -126,25 +126,29 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
   return r;
 }
 
+bool parse_voice_setting(const std::string& key, const std::string& value, TtsOptions& o) {
+  if (key == "voice") {
+    o.voice = value;
+  } else if (key == "length_scale" || key == "noise_scale" || key == "noise_w_scale") {
+    o.speech.voice_options[key] = query_number(key, value);
+  } else if (key == "speaker_id") {
+    o.speech.voice_options[key] = query_int(key, value, 0, 1 << 20);
+  } else if (key == "volume") {
+    o.speech.volume = query_number(key, value);
+  } else if (key == "fast_start") {
+    o.speech.fast_start = parse_query_bool(key, value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 TtsOptions parse_tts_query(std::string_view query) {
   TtsOptions o;
   for (const auto& [key, value] : parse_query_string(query)) {
-    if (key == "voice") {
-      o.voice = value;
-    } else if (key == "sample_rate") {
+    if (parse_voice_setting(key, value, o)) continue;
+    if (key == "sample_rate") {
       o.speech.sample_rate_hz = query_int(key, value, 0, 768000);
-    } else if (key == "length_scale") {
-      o.speech.voice_options[key] = query_number(key, value);
-    } else if (key == "noise_scale") {
-      o.speech.voice_options[key] = query_number(key, value);
-    } else if (key == "noise_w_scale") {
-      o.speech.voice_options[key] = query_number(key, value);
-    } else if (key == "speaker_id") {
-      o.speech.voice_options[key] = query_int(key, value, 0, 1 << 20);
-    } else if (key == "volume") {
-      o.speech.volume = query_number(key, value);
-    } else if (key == "fast_start") {
-      o.speech.fast_start = parse_query_bool(key, value);
     } else if (key == "tag") {
       o.tag = parse_tag(value);
     } else if (key != "token") {

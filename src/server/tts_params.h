@@ -44,6 +44,10 @@ TtsHttpRequest parse_tts_body(std::string_view body);
 // WebSocket /v1/tts?voice=&sample_rate=&length_scale=&noise_scale=&noise_w_scale=&speaker_id=
 // &volume=&fast_start=1|0&tag= (and token=, checked elsewhere).
 TtsOptions parse_tts_query(std::string_view query);
+// One query key of a voice's settings (voice, length_scale, noise_scale, noise_w_scale,
+// speaker_id, volume, fast_start) into `o`: false when `key` is none of them (/v1/call shares
+// them). Error(kInvalidArgument) naming the key for a bad value.
+bool parse_voice_setting(const std::string& key, const std::string& value, TtsOptions& o);
 
 // Messages a client sends on the WebSocket: {"type":"speak","text":"..."}, {"type":"cancel"},
 // {"type":"close"}. Other fields are ignored (a client's own ids).

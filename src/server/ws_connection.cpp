@@ -208,8 +208,8 @@ void WsConnection::send(SendQueue::Message message, SendQueue::Kind kind) {
   do_write();
 }
 
-std::size_t WsConnection::purge(std::uint64_t first_tag, std::uint64_t last_tag) {
-  return queue_.purge(first_tag, last_tag, /*keep_front=*/writing_a_message());
+std::size_t WsConnection::purge(std::uint64_t first_tag, std::uint64_t last_tag, std::size_t* bytes_dropped) {
+  return queue_.purge(first_tag, last_tag, /*keep_front=*/writing_a_message(), bytes_dropped);
 }
 
 bool WsConnection::report_dropped() {

@@ -155,8 +155,8 @@ class WsConnection : public Drainable, public EngineListener, public std::enable
   void send(std::string text, SendQueue::Kind kind = SendQueue::Kind::kRequired);
   void send(SendQueue::Message message, SendQueue::Kind kind = SendQueue::Kind::kRequired);
   // Drops queued messages tagged first_tag..last_tag (SendQueue::purge); the one being written is
-  // finished. Returns how many were dropped.
-  std::size_t purge(std::uint64_t first_tag, std::uint64_t last_tag);
+  // finished. Returns how many were dropped (`bytes_dropped`: their bytes).
+  std::size_t purge(std::uint64_t first_tag, std::uint64_t last_tag, std::size_t* bytes_dropped = nullptr);
   bool nothing_to_send() const noexcept { return queue_.empty(); }
   std::size_t queued_bytes() const noexcept { return queue_.bytes(); }
 

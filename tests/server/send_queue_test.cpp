@@ -64,10 +64,13 @@ TEST(SendQueue, PurgeDropsTheTaggedRangeOnly) {
   q.push(SendQueue::Message{"pcm 2", true, 2, true}, Kind::kRequired);
   q.push(SendQueue::Message{"audio 3", false, 3}, Kind::kRequired);
   q.push(SendQueue::Message{"pcm 3", true, 3, true}, Kind::kRequired);
-  EXPECT_EQ(q.purge(1, 2, /*keep_front=*/false), 4u);
+  std::size_t bytes = 0;
+  EXPECT_EQ(q.purge(1, 2, /*keep_front=*/false, &bytes), 4u);
+  EXPECT_EQ(bytes, std::string("audio 1pcm 1audio 2pcm 2").size());
   EXPECT_EQ(contents(q), (std::vector<std::string>{"ready", "done 1", "audio 3", "pcm 3"}));
   EXPECT_EQ(q.bytes(), std::string("readydone 1audio 3pcm 3").size());
-  EXPECT_EQ(q.purge(4, 9, false), 0u);
+  EXPECT_EQ(q.purge(4, 9, false, &bytes), 0u);
+  EXPECT_EQ(bytes, 0u);
 }
 
 TEST(SendQueue, PurgeFinishesWhatIsBeingWritten) {

@@ -90,7 +90,9 @@ struct CallConfig {
   // on_events is the call's own (below) and must be left empty here.
   StreamConfig listen;
   // The call's voice and its settings. sample_rate_hz 0: the call's rate (the voice must be able to
-  // speak at it: 8000, 16000, 24000, 48000 or its own). on_events must be left empty here.
+  // speak at it: 8000, 16000, 24000, 48000 or its own). payload_buffer_bytes 0: room for two pieces
+  // of about 100 ms (at least 16 KiB), so that the playout lead is kept closely. on_events must be
+  // left empty here.
   SpeechConfig speak;
   BargeInOptions barge_in;
   // How far ahead of real-time playback poll() hands out the call's speech; 0: as soon as it is
@@ -137,8 +139,10 @@ class Call {
 
   // --- both sides' events ----------------------------------------------------------------------
   // Moves up to out.size() events into `out`: the stream's first, then the speech's as the
-  // playout lead allows, then marks whose time has come. Never blocks.
-  std::size_t poll(std::span<Event> out);
+  // playout lead allows, then marks whose time has come. `speech` false: the stream's only (an
+  // owner whose own output is full holds the speech back, never the caller's events). Never
+  // blocks.
+  std::size_t poll(std::span<Event> out, bool speech = true);
   // The payload of an event poll() returned (a segment's audio, a transcript, a piece of speech).
   std::size_t read_payload(const Event& event, std::span<std::byte> out);
   std::vector<float> read_audio_payload(const Event& event);

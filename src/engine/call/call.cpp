@@ -85,12 +85,13 @@ std::uint32_t Call::speak(std::string_view text) { return open_state(state_, "sp
 std::uint32_t Call::mark() { return open_state(state_, "mark()").speech.mark(); }
 std::uint32_t Call::cancel() { return state_ ? state_->speech.cancel() : 0; }
 
-std::size_t Call::poll(std::span<Event> out) {
+std::size_t Call::poll(std::span<Event> out, bool speech) {
   if (!state_) return 0;
   CallState& c = *state_;
   const std::int64_t now = now_ns();
   c.take_barge_ins(now);
   std::size_t n = c.stream.poll(out);
+  if (!speech) return n;
   // Audio of a stopped utterance (a barge-in, a cancel) never comes out, even if it was delivered
   // before the stop.
   const std::uint32_t stopped = c.speech_state().cancelled_upto.load(std::memory_order_acquire);
