@@ -156,6 +156,13 @@ void model_metrics(std::string& out, const EngineStats& st) {
             [](const ModelStats& m) { return m.run_errors; });
   per_model(out, st, "brisvox_run_timeouts_total", "counter", "Model runs cancelled after run_timeout_ms.",
             [](const ModelStats& m) { return m.run_timeouts; });
+  header(out, "brisvox_speech_sessions", "gauge", "Speech sessions open now, by voice (calls' included).");
+  for (const ModelStats& m : st.models) {
+    if (m.family == ModelFamily::kPiperTts) {
+      fmt::format_to(std::back_inserter(out), "brisvox_speech_sessions{{model=\"{}\"}} {}\n", label_value(m.name),
+                     m.sessions_open);
+    }
+  }
   per_model(out, st, "brisvox_jobs_moved_total", "counter",
             "Jobs a worker out of work took from a busy worker's queue (speech sessions between sentences).",
             [](const ModelStats& m) { return m.jobs_moved; });

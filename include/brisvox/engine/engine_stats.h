@@ -25,6 +25,8 @@ struct ModelStats {
   // Jobs a worker out of work took from a busy worker's queue between their steps (Piper speech
   // sessions; 0 for the families whose jobs stay pinned).
   std::uint64_t jobs_moved = 0;
+  // Text-to-speech voices only: speech sessions open now (a call's included), of max_pending.
+  int sessions_open = 0;
   std::vector<std::uint64_t> batch_size_counts;  // [b] = runs of b items (index 0 unused)
   LatencyHistogram queue_delay;  // an item ready (a frame complete, a request submitted) -> its run starts
   LatencyHistogram inference;    // one run (pack + run + unpack)

@@ -160,7 +160,11 @@ class SpeechPool final : public SpeechModel {
     pool_.stop();
   }
   void watch_runs(RunWatchdog& watchdog) override { pool_.watch_runs(watchdog); }
-  ModelStats stats() const override { return pool_.stats(); }
+  ModelStats stats() const override {
+    ModelStats st = pool_.stats();
+    st.sessions_open = open_sessions_.load(std::memory_order_relaxed);
+    return st;
+  }
   double recent_p99_queue_delay_us(std::int64_t now) const override { return pool_.recent_p99_queue_delay_us(now); }
   int num_workers() const noexcept override { return pool_.num_workers(); }
 
