@@ -153,6 +153,21 @@ def control_message_seeds():
         yield f"control_{i}.json", m.encode()
 
 
+def call_params_seeds():
+    # The first byte picks the parser: even, a client's message; odd, the upgrade's query.
+    messages = ['{"type":"speak","text":"Hello there.","id":"r1"}', '{"type":"speak","text":"Hi.","id":7}',
+                '{"type":"cancel"}', '{"type":"mark","name":"after r1"}', '{"type":"close"}',
+                '{"type":"speak"}', '{"type":"speak","text":"x","id":{"a":1}}', '{"type":"speak","text":"\\udc80"}']
+    for i, m in enumerate(messages):
+        yield f"message_{i}.json", b"\x00" + m.encode()
+    queries = ["sample_rate=8000&encoding=mulaw&events=turn,transcript&barge_in_on=turn_end",
+               "barge_in=false&playout_lead_ms=0&voice=en_US-joe-medium&noise_scale=0&speaker_id=1",
+               "barge_in_min_ms=600&volume=0.5&fast_start=0&tag=call-42&token=t",
+               "barge_in_on=turn_end", "playout_lead_ms=99999", "sample_rate=44100&length_scale=1.2"]
+    for i, q in enumerate(queries):
+        yield f"query_{i}", b"\x01" + q.encode()
+
+
 def segmenter_seeds():
     # Probabilities (one byte per window) from the front; the parameters come from the end.
     speech, silence = bytes([230]) * 20, bytes([10]) * 12
@@ -178,6 +193,7 @@ TARGETS = {
     "resampler_fuzzer": resampler_seeds,
     "query_params_fuzzer": query_params_seeds,
     "control_message_fuzzer": control_message_seeds,
+    "call_params_fuzzer": call_params_seeds,
     "streaming_segmenter_fuzzer": segmenter_seeds,
     "turn_detector_fuzzer": turn_detector_seeds,
 }

@@ -38,7 +38,8 @@ constexpr FamilyOption kPiperOptions[] = {
 void validate_family_options(const ModelSpec& m) {
   std::span<const FamilyOption> known;
   if (m.family == ModelFamily::kPiperTts) known = kPiperOptions;
-  for (const auto& [name, value] : m.options) {
+  for (const auto& [option, value] : m.options) {
+    const std::string& name = option;  // a structured binding is not captured by clang 14's lambdas
     const auto it = std::find_if(known.begin(), known.end(), [&](const FamilyOption& o) { return o.name == name; });
     if (it == known.end()) {
       std::string names;
