@@ -58,14 +58,16 @@ void BargeInStage::interrupt(StreamState& s) {
   // The utterance heard now, by the owner's playout clock (0: none of it had been handed out yet).
   const std::uint32_t heard =
       now < link_->playout_end_ns.load(std::memory_order_acquire) ? link_->audible_id.load(std::memory_order_acquire) : 0;
-  link_->speech->stop(/*barge_in=*/true);
-  link_->barge_ins.fetch_add(1, std::memory_order_acq_rel);
   Event ev;
   ev.type = EventType::kBargeIn;
   ev.start_s = s.seconds(speech_start_);
   ev.end_s = s.seconds(s.frames_done * s.chunk_samples);  // the end of the frame that confirmed it
   ev.speech = SpeechPosition{heard, 0, 0};
+  // The event before the stop: a kTtsInterrupted the stop leads to is written after it, so the
+  // owner can always hand the kBargeIn out first (Call::poll).
   s.output.emit(ev);
+  link_->barge_ins.fetch_add(1, std::memory_order_acq_rel);
+  link_->speech->stop(/*barge_in=*/true);
 }
 
 }  // namespace brisvox::engine

@@ -132,6 +132,17 @@ std::size_t Call::poll(std::span<Event> out, bool speech) {
                                                                                         : EventType::kTtsCancelled;
       e.end_s = c.audio_id == id ? c.audio_s : 0.0;
     } else if (e.type == EventType::kTtsInterrupted || e.type == EventType::kTtsCancelled) {
+      if (e.type == EventType::kTtsInterrupted) {
+        // Its barge-in was emitted before the stop that led here: it is in the stream's ring now,
+        // and goes out first.
+        const std::size_t more = c.stream.poll(out.subspan(n));
+        n += more;
+        if (n == out.size()) {
+          c.held = e;
+          c.held_due_ns = 0;
+          break;
+        }
+      }
       e.end_s = c.audio_id == e.speech.utterance_id ? c.audio_s : 0.0;  // what of it came out
     } else if (e.type == EventType::kError) {
       e.payload_id = kSpeechSide;  // an utterance's error: last_error() reads the speech side's message
