@@ -14,7 +14,9 @@ Command add_loadtest_command(CLI::App& app) {
       "Exit status 1 if any frame was lost or any connection failed.\n"
       "Examples:\n"
       "  brisvox loadtest --url ws://127.0.0.1:8700 --streams 300 --seconds 20\n"
-      "  brisvox loadtest --spawn-server --server-args '--workers 2' --streams 100 --json");
+      "  brisvox loadtest --spawn-server --server-args '--workers 2' --streams 100 --json\n"
+      "  brisvox loadtest --calls --spawn-server --server-args '--tts-voice V --turn-model v3.2 --stt-model tiny.en' "
+      "--streams 8 --seconds 60");
   app.add_option("--url", o->url, "ws://127.0.0.1:PORT[/v1/stream[?query]] of a running `brisvox serve` (loopback only)");
   app.add_flag("--spawn-server", o->spawn_server,
                "Start `brisvox serve --host 127.0.0.1 --port 0` as a child for the test, stop it at the end");
@@ -44,6 +46,10 @@ Command add_loadtest_command(CLI::App& app) {
   app.add_flag("--reconnect", o->reconnect,
                "A stream closed 1001 or cut off reconnects (refusals retried up to 10 times) and resends from its first frame "
                "without a vad event");
+  app.add_flag("--calls", o->calls,
+               "Calls (/v1/call: vad, turn and transcript events) instead of streams: each answers every turn_end "
+               "with --reply and times its first audio (the server needs --tts-voice, --turn-model, --stt-model)");
+  app.add_option("--reply", o->reply, "With --calls: what each call says at a turn's end")->capture_default_str();
   app.add_option("--split-at-s", o->split_at_s, "Also report the latency of frames sent before / after this time of the run")
       ->check(CLI::Range(0.0, 3600.0));
   return [o] { return loadtest::run_loadtest(*o); };

@@ -96,6 +96,19 @@ Json server_view(const Samples& a, const Samples& b, const std::optional<Samples
     if (d > 0) errors[it->first.substr(prefix.size(), it->first.size() - prefix.size() - 2)] = std::llround(d);
   }
   j["errors"] = std::move(errors);
+  // Calls: where a reply's time goes (the turn's verdict, the transcript, the voice's queue and runs).
+  if (sample_value(b, "brisvox_call_sessions_total").value_or(0) > sample_value(a, "brisvox_call_sessions_total").value_or(0)) {
+    const std::string turn = "model=\"turn\"", stt = "model=\"stt\"", tts = "model=\"tts\"";
+    j["call"] = {{"first_audio_mean_ms", mean_ms("brisvox_call_first_audio_seconds")},
+                 {"first_audio_p99_bucket_ms", p99_le_ms("brisvox_call_first_audio_seconds")},
+                 {"turn_latency_mean_ms", mean_ms("brisvox_turn_latency_seconds", turn)},
+                 {"turn_latency_p99_bucket_ms", p99_le_ms("brisvox_turn_latency_seconds", turn)},
+                 {"stt_latency_mean_ms", mean_ms("brisvox_model_latency_seconds", stt)},
+                 {"tts_queue_delay_mean_ms", mean_ms("brisvox_queue_delay_seconds", tts)},
+                 {"tts_queue_delay_p99_bucket_ms", p99_le_ms("brisvox_queue_delay_seconds", tts)},
+                 {"tts_run_mean_ms", mean_ms("brisvox_inference_seconds", tts)},
+                 {"barge_ins", delta("brisvox_call_barge_ins_total")}};
+  }
   return j;
 }
 
@@ -127,6 +140,10 @@ int run_loadtest(const LoadtestOptions& o) {
   } else {
     target = parse_target(o.url);
   }
+  // Calls: /v1/call with turns and transcripts (and the vad events every frame is timed by).
+  if (o.calls && target.path.starts_with("/v1/stream?")) {
+    target.path = "/v1/call?sample_rate=16000&encoding=pcm_s16le&events=vad,turn,transcript";
+  }
   std::fprintf(stderr, "brisvox loadtest: %d streams x %g s (ramp %g s, %d ms chunks) -> ws://%s%s\n", o.streams,
                o.seconds, o.ramp_s, o.chunk_ms, target.host_header.c_str(), target.path.c_str());
 
@@ -145,6 +162,8 @@ int run_loadtest(const LoadtestOptions& o) {
   spec.replica_header = o.replica_header;
   spec.reconnect = o.reconnect;
   spec.split_at_s = o.split_at_s;
+  spec.calls = o.calls;
+  spec.reply = o.reply;
   // Under full load: the middle of [ramp, seconds] when every stream is sending.
   spec.probe_at_s = o.seconds > o.ramp_s ? (o.ramp_s + o.seconds) / 2 : o.seconds;
   spec.probe = [&] {
@@ -228,6 +247,14 @@ int run_loadtest(const LoadtestOptions& o) {
     }
     j["replicas"] = std::move(replicas);
   }
+  if (o.calls) {
+    j["calls"] = {{"turns", r.turns},
+                  {"transcripts", r.transcripts},
+                  {"replies_started", r.replies_started},
+                  {"replies_done", r.replies_done},
+                  {"replies_interrupted", r.replies_interrupted},
+                  {"turn_end_to_first_audio", latency_json(r.first_audio)}};
+  }
   j["errors"] = r.errors;
   j["overloads"] = r.overloads;
   j["overload_dropped_messages"] = r.overload_dropped_messages;
@@ -279,6 +306,13 @@ int run_loadtest(const LoadtestOptions& o) {
     row("event latency ms", fmt::format("p50 {:.2f}  p99 {:.2f}  p99.9 {:.2f}  max {:.2f}  ({} frames after the ramp)",
                                         r.latency.p50_us() / 1000.0, r.latency.p99_us() / 1000.0,
                                         r.latency.p999_us() / 1000.0, r.latency.max_us() / 1000.0, r.latency.count()));
+    if (o.calls) {
+      row("calls", fmt::format("{} turns answered, {} transcripts; replies {} started, {} done, {} interrupted",
+                               r.turns, r.transcripts, r.replies_started, r.replies_done, r.replies_interrupted));
+      row("turn end -> first audio ms", fmt::format("p50 {:.1f}  p99 {:.1f}  max {:.1f}  ({} replies)",
+                                                    r.first_audio.p50_us() / 1000.0, r.first_audio.p99_us() / 1000.0,
+                                                    r.first_audio.max_us() / 1000.0, r.first_audio.count()));
+    }
     row("errors", r.errors.empty() ? "none" : Json(r.errors).dump());
     row("overloads", fmt::format("{} ({} vad messages dropped)", r.overloads, r.overload_dropped_messages));
     row("send rate", fmt::format("{:.0f} msg/s of {:.0f} target, real-time factor min {:.3f}, lag p99 {:.2f} ms max "
@@ -297,6 +331,15 @@ int run_loadtest(const LoadtestOptions& o) {
       row("", fmt::format("queue delay mean {} ms, inference mean {} ms, dropped {} + {}, refused {}",
                           num(s["queue_delay_mean_ms"]), num(s["inference_mean_ms"]), num(s["events_dropped_engine"]),
                           num(s["events_dropped_send_queue"]), num(s["streams_refused"])));
+    }
+    if (j.contains("server") && j["server"].contains("call")) {
+      const Json& c = j["server"]["call"];
+      row("server: call time", fmt::format("first audio mean {} ms (p99 <= {}), turn verdict mean {} ms, transcript "
+                                           "mean {} ms, voice queue mean {} ms (p99 <= {}), sentence run mean {} ms",
+                                           num(c["first_audio_mean_ms"]), num(c["first_audio_p99_bucket_ms"]),
+                                           num(c["turn_latency_mean_ms"]), num(c["stt_latency_mean_ms"]),
+                                           num(c["tts_queue_delay_mean_ms"]), num(c["tts_queue_delay_p99_bucket_ms"]),
+                                           num(c["tts_run_mean_ms"])));
     }
     if (server) row("spawned server CPU", fmt::format("{:.2f} s ({:.2f} cores)", server_cpu, server_cpu / r.wall_s));
     row("machine", fmt::format("load {:.2f} -> {:.2f}, busy {:.2f} cores of {}", load_start, load_end, busy / r.wall_s,

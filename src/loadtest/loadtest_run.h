@@ -23,6 +23,11 @@ struct LoadtestOptions {
   std::string replica_header;  // behind a balancer: the response header naming the replica
   bool reconnect = false;      // reconnect after a 1001 close or a cut-off, resuming the audio
   double split_at_s = 0;       // > 0: latency also reported before / after this time of the run
+  // Calls (/v1/call) instead of streams: each answers every turn_end with `reply` and times the
+  // reply's first audio from that turn_end. The server needs a voice, a turn model and (for the
+  // default query's transcripts) a Whisper model.
+  bool calls = false;
+  std::string reply = "Thanks, I have that. Let me check the calendar and come back to you in a moment.";
 };
 
 // Runs the load test and prints the report on stdout: 0 when every stream completed without loss

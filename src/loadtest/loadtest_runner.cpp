@@ -14,6 +14,7 @@
 #include <charconv>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -81,6 +82,7 @@ struct Loop {
   LatencyHistogram latency_us;
   LatencyHistogram send_lag_us;
   LatencyHistogram before_us, after_us;                       // with a split
+  LatencyHistogram first_audio_us;                            // calls: turn_end -> first reply audio
   struct ReplicaLatency {
     LatencyHistogram all, before;  // before: frames sent before the split
   };
@@ -147,6 +149,7 @@ class StreamClient {
   int reconnects_ = 0, reconnects_failed_ = 0;
   std::map<std::string, int> reconnect_failures_;  // by reason
   std::uint64_t speech_events_ = 0, overloads_ = 0, overload_dropped_ = 0, window_msgs_ = 0;
+  std::uint64_t turns_ = 0, transcripts_ = 0, replies_started_ = 0, replies_done_ = 0, replies_interrupted_ = 0;
   std::map<std::string, std::uint64_t> errors_;
   Clock::time_point first_send_{}, last_send_{};
 
@@ -235,6 +238,16 @@ class StreamClient {
 
   void write_next() {
     if (writing_ || ended_ || !leg_open_) return;
+    if (!texts_.empty() && !close_sent_) {  // a call's reply goes before more audio
+      text_out_ = std::move(texts_.front());
+      texts_.pop_front();
+      writing_ = true;
+      ws().text(true);
+      ws().async_write(asio::buffer(text_out_), [this, g = gen_](error_code ec, std::size_t) {
+        if (g == gen_) on_write(ec);
+      });
+      return;
+    }
     if (written_ < due_) {
       const auto now = Clock::now();
       loop_.send_lag_us.record(ms(now - slot(written_)) * 1000.0);
@@ -302,6 +315,9 @@ class StreamClient {
     if (ws().got_text()) {
       const auto bytes = buffer_.cdata();
       handle_text(std::string_view(static_cast<const char*>(bytes.data()), bytes.size()), now);
+    } else if (awaiting_audio_) {  // a call's reply: its first audio
+      awaiting_audio_ = false;
+      loop_.first_audio_us.record(ms(now - turn_end_at_) * 1000.0);
     }
     buffer_.consume(buffer_.size());
     read_next();
@@ -326,10 +342,33 @@ class StreamClient {
       } else if (type == "speech_start" || type == "speech_end") {
         ++speech_events_;
         ++(type == "speech_start" ? leg_speech_starts_ : leg_speech_ends_);
+      } else if (type == "turn_end" && plan_.spec.calls) {
+        ++turns_;
+        on_turn_end(now);
+      } else if (type == "transcript") {
+        ++transcripts_;
+      } else if (type == "speak_started") {
+        ++replies_started_;
+      } else if (type == "speak_done") {
+        ++replies_done_;
+      } else if (type == "interrupted") {
+        ++replies_interrupted_;
       }
     } catch (const std::exception&) {
       ++errors_["(unparsable message from the server)"];
     }
+  }
+
+  // A call's turn ended: answer it, and time the answer's first audio from now (a reply still
+  // waiting for its first audio is timed from its own turn_end).
+  void on_turn_end(Clock::time_point now) {
+    if (close_sent_) return;
+    if (!awaiting_audio_) {
+      awaiting_audio_ = true;
+      turn_end_at_ = now;
+    }
+    texts_.push_back(nlohmann::json{{"type", "speak"}, {"text", plan_.spec.reply}}.dump());
+    write_next();
   }
 
   void on_vad(long long k, Clock::time_point now) {
@@ -455,6 +494,12 @@ class StreamClient {
   std::uint64_t next_expected_ = 0;
   std::vector<Clock::rep> ring_;
   bool writing_ = false, close_sent_ = false, ended_ = false;
+  // Calls: replies waiting to be written, the one being written, and the turn_end a reply's first
+  // audio is timed from.
+  std::deque<std::string> texts_;
+  std::string text_out_;
+  bool awaiting_audio_ = false;
+  Clock::time_point turn_end_at_{};
 };
 
 }  // namespace
@@ -587,6 +632,11 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
     r.vad_after_last_frame += s->after_last_;
     r.speech_events += s->speech_events_;
     r.overloads += s->overloads_;
+    r.turns += s->turns_;
+    r.transcripts += s->transcripts_;
+    r.replies_started += s->replies_started_;
+    r.replies_done += s->replies_done_;
+    r.replies_interrupted += s->replies_interrupted_;
     r.overload_dropped_messages += s->overload_dropped_;
     for (const auto& [code, n] : s->errors_) r.errors[code] += n;
     window_msgs += s->window_msgs_;
@@ -614,6 +664,7 @@ LoadResult run_load(const LoadSpec& spec, const LoopedPcm& audio) {
     r.send_lag.merge(loop->send_lag_us);
     r.latency_before_split.merge(loop->before_us);
     r.latency_after_split.merge(loop->after_us);
+    r.first_audio.merge(loop->first_audio_us);
     for (const auto& [name, h] : loop->by_replica_us) {
       r.replicas[name].latency.merge(h.all);
       r.replicas[name].latency_before_split.merge(h.before);

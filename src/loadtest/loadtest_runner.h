@@ -1,5 +1,7 @@
 // The client of `brisvox loadtest`: S WebSocket streams on Boost.Beast/Asio, each sending 16 kHz
-// pcm_s16le audio in real time and timing the `vad` events it gets back.
+// pcm_s16le audio in real time and timing the `vad` events it gets back. With LoadSpec::calls the
+// streams are calls (/v1/call): each also answers every turn_end with a reply (a speak) and times
+// the reply's first audio from that turn_end.
 //
 // Threads: `threads` (1 or 2) event loops, each owning every threads-th stream (no locks, no
 // strands: a stream lives on one loop). Each stream: connect at t0 + ramp_s * i / S; once open,
@@ -61,6 +63,10 @@ struct LoadSpec {
   std::string replica_header;  // e.g. "x-brisvox-replica"; empty: not tracked
   bool reconnect = false;
   double split_at_s = 0;       // > 0: latency also kept for frames sent before / after t0 + split_at_s
+  // Calls (/v1/call, the target's path): at each turn_end the stream speaks `reply`, and the time
+  // from that turn_end to the reply's first audio is kept (LoadResult::first_audio).
+  bool calls = false;
+  std::string reply;
 };
 
 // The connections one replica took (a reconnected stream counts once per connection).
@@ -112,6 +118,13 @@ struct LoadResult {
   std::map<std::string, int> reconnect_failure_reasons;
   std::uint64_t frames_resent = 0;  // frames sent again on a new connection (unanswered on the old one)
   LatencyHistogram latency_before_split, latency_after_split;
+  // With spec.calls:
+  std::uint64_t turns = 0;            // turn_end events (each answered by a speak)
+  std::uint64_t transcripts = 0;
+  std::uint64_t replies_started = 0;  // speak_started
+  std::uint64_t replies_done = 0;     // speak_done
+  std::uint64_t replies_interrupted = 0;  // interrupted (a barge-in: the caller's next utterance)
+  LatencyHistogram first_audio;       // turn_end received -> the reply's first audio received
 };
 
 // Runs the test; returns when every stream has ended (or been aborted).
