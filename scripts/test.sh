@@ -55,7 +55,7 @@ case "$preset" in
     # other layers are single-threaded and covered by asan.
     build_args=(--target brisvox_runtime_tests brisvox_engine_tests brisvox_fault_injection_tests brisvox_turn_engine_tests
                 brisvox_engine_accounting_tests brisvox_batch_pool_tests brisvox_payload_tests brisvox_reader_wake_tests
-                brisvox_stt_engine_tests brisvox_tts_engine_tests
+                brisvox_stt_engine_tests brisvox_tts_engine_tests brisvox_call_engine_tests
                 brisvox_server_tests brisvox_cli)
     # Of the speech-to-text engine tests, the single-stream transcript comparisons are numerics
     # (run in release and asan); the concurrent-streams and bad-stage ones are where threads meet.
