@@ -7,7 +7,7 @@
 'use strict';
 
 (() => {
-  const RATE = 16000;        // what the page sends: 16 kHz mono pcm_s16le
+  const RATE = BrisvoxCapture.RATE;  // what the page sends: 16 kHz mono pcm_s16le
   const FRAME = 512;         // the model's frame at 16 kHz (32 ms)
   const CHUNK_MS = 20;       // audio per WebSocket message
   const VIEW_S = 10;         // seconds of timeline shown while streaming
@@ -69,7 +69,7 @@
     });
     ui.error.hidden = true;
     const s = {
-      ws: null, ctx: null, stream: null, source: null, node: null,
+      ws: null, capture: null,
       sent: [], sentIdx: 0,  // [{end: cumulative samples, t: performance.now()}] of each message
       probs: [],             // [t, p]
       stopping: false, userStopped: false, refused: false, closed: false, timer: 0,
@@ -85,31 +85,15 @@
     try {
       const ready = openSocket(s);
       ready.catch(() => {});  // awaited below; a refusal also ends the session in onClosed
-      s.ctx = await makeContext(nativeRate);
-      await s.ctx.audioWorklet.addModule('worklet.js');
+      s.capture = new BrisvoxCapture.Capture({
+        native: nativeRate, chunkMs: CHUNK_MS, onChunk: (buf) => onAudio(s, buf),
+        onInfo: (info) => { demo.resampling = info.resampling; },
+      });
+      await s.capture.prepare();
       await ready;
       if (s.stopping) return;
-      s.stream = await navigator.mediaDevices.getUserMedia({
-        audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
-      });
-      if (s.stopping) return finishAudio(s);
-      try {
-        s.source = s.ctx.createMediaStreamSource(s.stream);
-      } catch (e) {
-        // Some browsers cannot feed a 16 kHz context from a 48 kHz microphone: resample ourselves.
-        await s.ctx.close();
-        s.ctx = await makeContext(true);
-        await s.ctx.audioWorklet.addModule('worklet.js');
-        s.source = s.ctx.createMediaStreamSource(s.stream);
-      }
-      demo.contextRate = s.ctx.sampleRate;
-      s.node = new AudioWorkletNode(s.ctx, 'brisvox-capture', {
-        numberOfInputs: 1, numberOfOutputs: 0, channelCountMode: 'explicit', channelCount: 1,
-        processorOptions: { chunkMs: CHUNK_MS },
-      });
-      s.node.port.onmessage = (e) => onAudio(s, e.data);
-      s.source.connect(s.node);
-      if (s.ctx.state !== 'running') await s.ctx.resume();
+      if (!(await s.capture.start())) return;
+      demo.contextRate = s.capture.sampleRate;
       const from = demo.contextRate === RATE ? 'resampled to 16 kHz by the browser'
                                              : `resampled from ${demo.contextRate / 1000} kHz by the page`;
       setStatus(`Listening: ${from}. Speak!`);
@@ -118,13 +102,6 @@
       fail(s, e && e.name === 'NotAllowedError' ? 'Microphone access was denied.'
                                                   : `Could not start: ${e && e.message ? e.message : e}`);
     }
-  }
-
-  async function makeContext(native) {
-    if (!native) {
-      try { return new AudioContext({ sampleRate: RATE, latencyHint: 'interactive' }); } catch (e) { /* below */ }
-    }
-    return new AudioContext({ latencyHint: 'interactive' });
   }
 
   function openSocket(s) {
@@ -157,10 +134,6 @@
   }
 
   function onAudio(s, data) {
-    if (!(data instanceof ArrayBuffer)) {
-      if (data && data.type === 'info') demo.resampling = data.resampling;
-      return;
-    }
     if (s.stopping || !s.ws || s.ws.readyState !== WebSocket.OPEN) return;
     let buf = data;
     if (autostopS > 0) {
@@ -240,11 +213,7 @@
   }
 
   function finishAudio(s) {
-    if (s.node) { s.node.port.onmessage = null; s.node.disconnect(); }
-    if (s.source) s.source.disconnect();
-    if (s.stream) s.stream.getTracks().forEach((t) => t.stop());
-    if (s.ctx && s.ctx.state !== 'closed') s.ctx.close();
-    s.node = s.source = s.stream = null;
+    if (s.capture) s.capture.close();
   }
 
   function onClosed(s, e) {

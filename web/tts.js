@@ -28,8 +28,7 @@
 
   let ws = null;
   let ctx = null;
-  let playAt = 0;        // AudioContext time where the next piece starts
-  let sources = [];      // scheduled, not yet ended
+  let player = null;     // plays the pieces back to back (player.js)
   let sentAt = 0;
   let expecting = null;  // the "audio" message whose binary comes next
   let cancelledUpto = 0;
@@ -126,18 +125,7 @@
     }
     tts.samples += pcm.length;
     tts.audioS += pcm.length / tts.sampleRate;
-    if (!ctx || pcm.length === 0) return;
-    const audio = ctx.createBuffer(1, pcm.length, tts.sampleRate);
-    const ch = audio.getChannelData(0);
-    for (let i = 0; i < pcm.length; i++) ch[i] = pcm[i] / 32768;
-    const src = ctx.createBufferSource();
-    src.buffer = audio;
-    src.connect(ctx.destination);
-    const at = Math.max(ctx.currentTime + 0.02, playAt);
-    src.start(at);
-    playAt = at + audio.duration;
-    sources.push(src);
-    src.onended = () => { sources = sources.filter((x) => x !== src); };
+    if (player) player.play(pcm, tts.sampleRate);
   }
 
   async function speak() {
@@ -146,7 +134,10 @@
     busy(true);
     Object.assign(tts, { state: 'speaking', samples: 0, sentences: 0, firstAudioMs: null, audioS: 0, error: null });
     try {
-      if (!ctx) ctx = new AudioContext({ latencyHint: 'interactive' });
+      if (!ctx) {
+        ctx = new AudioContext({ latencyHint: 'interactive' });
+        player = new BrisvoxPlayer(ctx);
+      }
       if (ctx.state !== 'running') await ctx.resume().catch(() => {});
       if (!ws || ws.readyState !== WebSocket.OPEN) ws = await open();
     } catch (e) {
@@ -154,7 +145,6 @@
       return;
     }
     status('Synthesising…');
-    playAt = 0;
     sentAt = performance.now();
     ws.send(JSON.stringify({ type: 'speak', text }));
   }
@@ -162,8 +152,7 @@
   function stop() {
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'cancel' }));
     cancelledUpto = tts.utterance;
-    for (const s of sources) { try { s.stop(); } catch (e) { /* already ended */ } }
-    sources = [];
+    if (player) player.stop();
   }
 
   ui.speak.addEventListener('click', speak);

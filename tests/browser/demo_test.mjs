@@ -29,8 +29,19 @@
 //    the words of the page's segments must be those `brisvox transcribe` finds in the clip (word
 //    error rate <= 25 %: the page's segments are the CLI's within a frame, on resampled audio, and
 //    the live stream uses the `fit` encoder window where the CLI uses `full`).
+// 8. The conversation box (web/call.js, WebSocket /v1/call): the fake microphone plays a call made of
+//    the sample's segment 8.83-11.49 s, CALL_GAP_S of silence, then its segment 0.32-6.91 s (sox).
+//    The page is given a long typed reply after the echo and clicks Talk: the first segment's
+//    transcript must appear (its words those `brisvox transcribe` finds, WER <= 40 %), the echo
+//    reply "You said: <transcript>. <typed>" must be spoken (speak_started, audio received and
+//    heard on the page's output), and the second segment, which starts while the reply plays, must
+//    interrupt it: an `interrupted` with reason barge_in, the page's output silent within
+//    MAX_STOP_DELAY_MS after it and nothing heard after that, no audio received for a stopped
+//    reply. The call goes on listening (the second segment's transcript), and Hang up ends it
+//    (close 1000, state 'closed'). The server has no turn model, so a reply follows each transcript.
 // Screenshots go to $TMPDIR: brisvox_demo_page_refused.png (no token), brisvox_demo_page.png (after
-// the first run), _live.png (during it), _native.png (after the second).
+// the first run), _live.png (during it), _native.png (after the second), _tts.png, _call.png (after
+// the interruption) and _call_end.png (after Hang up).
 //
 // Missing chromium, playwright-core, sox or the sample is a FAILURE with a message saying how to
 // install them: CI installs them, so their absence is a set-up bug, not a reason to skip.
@@ -119,25 +130,33 @@ function startServer() {
   });
 }
 
-async function runPage(port, wav, query, shotName, liveShot) {
+// A fresh headless chromium (its own profile) in `context`, and its page with the console recorded.
+// With `wav`: a fake microphone playing that file in a loop, allowed without asking.
+async function openBrowser(wav, height) {
   const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
+  const mic = wav ? ['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+                     `--use-file-for-fake-audio-capture=${wav}`] : [];
   context = await chromium.launchPersistentContext(profile, {
     executablePath: args.chromium,
     headless: true,
-    permissions: ['microphone'],
-    viewport: { width: 1000, height: 720 },
+    permissions: wav ? ['microphone'] : [],
+    viewport: { width: 1000, height },
     args: [
-      '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
-      `--use-file-for-fake-audio-capture=${wav}`,
+      ...mic,
       '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
       '--disable-sync', '--no-first-run', '--autoplay-policy=no-user-gesture-required',
     ],
   });
+  const page = context.pages()[0] || await context.newPage();
+  const consoleLines = [];
+  page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+  return { page, consoleLines };
+}
+
+async function runPage(port, wav, query, shotName, liveShot) {
+  const { page, consoleLines } = await openBrowser(wav, 720);
   try {
-    const page = context.pages()[0] || await context.newPage();
-    const consoleLines = [];
-    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
     await page.goto(`http://127.0.0.1:${port}/?${query}`);
     await page.getByRole('button', { name: 'Start' }).click();
     if (liveShot) {  // the scrolling view, mid-stream, for the record
@@ -177,17 +196,8 @@ const TTS_TEXT = 'Hello from the demo page. This reply has two sentences.';
 const TTS_LONG = 'This one goes on for a while. It has a second sentence. And a third one. And a fourth one, too.';
 
 async function runTtsPage(port) {
-  const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: args.chromium, headless: true, viewport: { width: 1000, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-           '--disable-sync', '--no-first-run', '--autoplay-policy=no-user-gesture-required'],
-  });
+  const { page, consoleLines } = await openBrowser(null, 900);
   try {
-    const page = context.pages()[0] || await context.newPage();
-    const consoleLines = [];
-    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
     await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}&deterministic=1`);
     const state = () => page.evaluate(() => JSON.stringify(window.brisvoxTts)).catch(() => '?');
     await page.getByLabel('Text to speak').fill(TTS_TEXT);
@@ -251,6 +261,140 @@ function wordErrorRate(ref, hyp) {
     prev = row;
   }
   return ref.length ? prev[hyp.length] / ref.length : (hyp.length ? 1 : 0);
+}
+
+// The conversation: what the caller says, and the reply, long enough to still be playing when the
+// caller's next segment starts CALL_GAP_S after the first one ended.
+const CALL_GAP_S = 4.5;
+const CALL_REPLY = 'And here is one more sentence, long enough that you will surely still be hearing it ' +
+                   'when you start to speak again, so that you can interrupt me in the middle of it.';
+const MAX_STOP_DELAY_MS = 100;  // the interrupted message to a silent output (analyser window 16 ms)
+// The caller's first segment has 8 words, and Whisper hears its "ill-disposed" as "old-sposed" or
+// not, run to run (2 of 8 words): a looser bound than the clip's, still far from another segment.
+const CALL_MAX_WER = 0.4;
+
+// sox: the sample's 8.83-11.49 s segment after 0.5 s of silence, CALL_GAP_S of silence, its
+// 0.32-6.91 s segment, 2 s of silence (Chromium loops the file).
+function makeCallWav() {
+  const a = path.join(tmp, 'call_a.wav');
+  const b = path.join(tmp, 'call_b.wav');
+  const wav = path.join(tmp, 'call.wav');
+  const fmt = ['-r', '16000', '-c', '1', '-b', '16'];
+  for (const cmd of [['-D', sample, ...fmt, a, 'trim', '8.6', '=11.7', 'pad', '0.5', String(CALL_GAP_S)],
+                     ['-D', sample, ...fmt, b, 'trim', '0.1', '=7.1', 'pad', '0', '2'],
+                     [a, b, wav]]) {
+    const r = spawnSync('sox', cmd, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`sox ${cmd.join(' ')} failed: ${r.stderr}`);
+  }
+  return wav;
+}
+
+async function runCallPage(port, wav) {
+  const { page, consoleLines } = await openBrowser(wav, 900);
+  try {
+    const state = () => page.evaluate(() => JSON.stringify(window.brisvoxCall)).catch(() => '?');
+    const waitFor = async (what, fn, timeout) => {
+      try {
+        await page.waitForFunction(fn, null, { timeout });
+      } catch (e) {
+        throw new Error(`call: ${what}: ${await state()}\nconsole:\n${consoleLines.join('\n')}`);
+      }
+    };
+    await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`);
+    await page.getByLabel('Then say').fill(CALL_REPLY);
+    await page.getByRole('button', { name: 'Talk' }).click();
+    // The first segment's words, the echo, and the second segment talking over it: ~10 s of audio.
+    await waitFor('no barge-in', () => window.brisvoxCall.interruptions.some((i) => i.reason === 'barge_in') ||
+                                       window.brisvoxCall.state === 'closed', 40000);
+    // The output watched for WATCH_MS after the stop; then the screenshot of the interrupted reply.
+    await page.waitForTimeout(600);
+    const shot = path.join(shotDir, 'brisvox_demo_page_call.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    // Still listening after the barge-in: the words of the segment that interrupted.
+    await waitFor('no second transcript', () => window.brisvoxCall.transcripts.length >= 2 ||
+                                                window.brisvoxCall.state === 'closed', 30000);
+    await page.getByRole('button', { name: 'Hang up' }).click();
+    await waitFor('not closed after Hang up', () => window.brisvoxCall.state === 'closed', 15000);
+    const result = await page.evaluate(() => ({
+      ...window.brisvoxCall,
+      listed: [...document.querySelectorAll('#call-log li')].map((li) => li.textContent),
+      status: document.getElementById('call-status').textContent,
+    }));
+    result.shot = shot;
+    result.endShot = path.join(shotDir, 'brisvox_demo_page_call_end.png');
+    await page.screenshot({ path: result.endShot, fullPage: true });
+    result.console = consoleLines;
+    return result;
+  } finally {
+    await context.close().catch(() => {});
+    context = null;
+  }
+}
+
+// `expected`: the CLI's segments of the call's audio, with their text.
+function checkCall(r, expected) {
+  const problems = [];
+  if (r.errors.length) problems.push(`errors: ${JSON.stringify(r.errors)}`);
+  if (r.state !== 'closed' || r.closeCode !== 1000) problems.push(`ended in state ${r.state}, close code ${r.closeCode}`);
+  if (r.trigger !== 'transcript') problems.push(`the turn ends at '${r.trigger}', expected transcript (no turn model)`);
+  const order = ['listening', 'speaking', 'interrupted', 'closed'];
+  const seen = r.states.map((x) => x.state);
+  let k = 0;
+  for (const st of seen) if (st === order[k]) k++;
+  if (k < order.length) problems.push(`states ${seen.join(' > ')} do not go ${order.join(' > ')}`);
+
+  const [said, over] = r.transcripts;
+  const wer = said ? wordErrorRate(words(expected[0].text), words(said.text)) : 1;
+  if (!said) problems.push('no transcript');
+  else if (!(wer <= CALL_MAX_WER)) problems.push(`transcript '${said.text}' vs the CLI's '${expected[0].text}': WER ${(wer * 100).toFixed(1)} %`);
+  if (!over) problems.push('no transcript of the segment that interrupted');
+
+  const reply = r.replies[0];
+  if (!reply) {
+    problems.push('no reply');
+  } else {
+    if (said && reply.text !== `You said: ${said.text} ${CALL_REPLY}` && reply.text !== `You said: ${said.text}. ${CALL_REPLY}`) {
+      problems.push(`reply '${reply.text}' is not the echo of '${said.text}' and the typed text`);
+    }
+    if (!reply.started || !(reply.samples > 0)) problems.push(`reply: started ${reply.started}, ${reply.samples} samples`);
+    if (!(reply.peak > 0.01)) problems.push(`reply: the page's output peaked at ${reply.peak} while it played`);
+    if (reply.outcome !== 'interrupted' || reply.reason !== 'barge_in') problems.push(`reply: outcome ${reply.outcome} (${reply.reason})`);
+    if (!(reply.heard_ms > 0 && reply.sent_ms >= reply.heard_ms - 100)) problems.push(`reply: heard ${reply.heard_ms} ms, sent ${reply.sent_ms} ms`);
+  }
+  const barge = r.interruptions.find((i) => i.reason === 'barge_in' && reply && i.id === reply.id);
+  if (!barge) {
+    problems.push(`no barge_in interruption of the reply: ${JSON.stringify(r.interruptions)}`);
+  } else {
+    // The caller's second segment: the call's audio times are those of the file (give or take the
+    // few ms before the page started sending). The server leaves speech_start out when the engine's
+    // end of the stopped reply reaches the socket before its barge-in event.
+    if (barge.speech_start !== undefined && !(Math.abs(barge.speech_start - expected[1].start) < 0.3)) {
+      problems.push(`the barge-in's speech started at ${barge.speech_start} s, the second segment at ${expected[1].start} s`);
+    }
+    if (!(barge.stopped > 0)) problems.push('the interruption stopped no scheduled audio: the reply was not playing');
+    if (barge.stopDelayMs === null || barge.stopDelayMs > MAX_STOP_DELAY_MS) problems.push(`the output went silent ${barge.stopDelayMs} ms after the interruption`);
+    if (!(barge.peakAfterStop < 1e-4)) problems.push(`the output peaked at ${barge.peakAfterStop} after the stop`);
+  }
+  if (r.droppedSamples !== 0) problems.push(`${r.droppedSamples} samples came for a stopped reply`);
+  if (!r.listed.some((t) => said && t.includes(said.text))) problems.push(`the conversation list does not show the transcript: ${JSON.stringify(r.listed)}`);
+  if (!r.listed.some((t) => /interrupted: [\d.]+ s heard, [\d.]+ s sent/.test(t))) problems.push(`the conversation list does not show the interruption: ${JSON.stringify(r.listed)}`);
+
+  log(`call: transcripts ${JSON.stringify(r.transcripts.map((t) => t.text))}, WER of the first ${(wer * 100).toFixed(1)} %`);
+  if (reply) {
+    log(`call: reply ${reply.id}: ${reply.samples} samples received, output peak ${reply.peak.toFixed(3)}, ` +
+        `${reply.outcome} (${reply.reason}): ${Math.round(reply.heard_ms)} ms heard, ${Math.round(reply.sent_ms)} ms sent`);
+  }
+  if (barge) {
+    const from = barge.speech_start !== undefined ? `${barge.speech_start} s, confirmed at ${barge.at} s` : 'a time not given';
+    log(`call: barge-in: the caller's speech from ${from} (the CLI's segment: ${expected[1].start} s); the page told ` +
+        `when ${barge.sentS.toFixed(2)} s of the caller's audio were sent; ${barge.stopped} scheduled pieces stopped, ` +
+        `the output silent ${barge.stopDelayMs} ms after, its peak after that ${barge.peakAfterStop}`);
+  }
+  log(`call: states ${r.states.map((x) => `${x.state}@${x.t}`).join(' ')}; ${r.replies.length} replies, ` +
+      `${r.samplesSent / 16000} s sent; screenshots ${r.shot}, ${r.endShot}`);
+  if (problems.length && r.console.length) log(`call: browser console:\n  ${r.console.join('\n  ')}`);
+  for (const p of problems) console.error(`browser.demo_page: call: ${p}`);
+  return problems.length === 0;
 }
 
 function check(name, result, expected, expectedText) {
@@ -345,8 +489,18 @@ try {
     if (say.status !== 0) throw new Error(`brisvox say failed (${say.status}): ${say.stderr}`);
     if (checkTts(await runTtsPage(server.port), fs.statSync(raw).size / 2)) passed++;
   }
-  console.log(`browser.demo_page: ${passed} passed, ${runs.length + 2 - passed} failed`);
-  ok = passed === runs.length + 2;
+  {
+    const callWav = makeCallWav();
+    const r = spawnSync(args.brisvox, ['transcribe', '--model', STT_MODEL, '--format', 'json', callWav], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`brisvox transcribe failed (${r.status}): ${r.stderr}`);
+    const callSegments = JSON.parse(r.stdout).segments;
+    log(`CLI segments of the call: ${JSON.stringify(callSegments)}`);
+    if (callSegments.length !== 2) throw new Error('the call should hold two segments');
+    if (checkCall(await runCallPage(server.port, callWav), callSegments)) passed++;
+  }
+  const total = runs.length + 3;
+  console.log(`browser.demo_page: ${passed} passed, ${total - passed} failed`);
+  ok = passed === total;
   if (!ok) console.error(`server log:\n${server.log()}`);
 } catch (e) {
   console.error(`browser.demo_page: FAIL: ${e && e.stack ? e.stack : e}`);
