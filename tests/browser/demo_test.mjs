@@ -366,9 +366,8 @@ function checkCall(r, expected) {
     problems.push(`no barge_in interruption of the reply: ${JSON.stringify(r.interruptions)}`);
   } else {
     // The caller's second segment: the call's audio times are those of the file (give or take the
-    // few ms before the page started sending). The server leaves speech_start out when the engine's
-    // end of the stopped reply reaches the socket before its barge-in event.
-    if (barge.speech_start !== undefined && !(Math.abs(barge.speech_start - expected[1].start) < 0.3)) {
+    // few ms before the page started sending).
+    if (!(Math.abs(barge.speech_start - expected[1].start) < 0.3) || !(barge.at > barge.speech_start)) {
       problems.push(`the barge-in's speech started at ${barge.speech_start} s, the second segment at ${expected[1].start} s`);
     }
     if (!(barge.stopped > 0)) problems.push('the interruption stopped no scheduled audio: the reply was not playing');
@@ -385,7 +384,7 @@ function checkCall(r, expected) {
         `${reply.outcome} (${reply.reason}): ${Math.round(reply.heard_ms)} ms heard, ${Math.round(reply.sent_ms)} ms sent`);
   }
   if (barge) {
-    const from = barge.speech_start !== undefined ? `${barge.speech_start} s, confirmed at ${barge.at} s` : 'a time not given';
+    const from = `${barge.speech_start} s, confirmed at ${barge.at} s`;
     log(`call: barge-in: the caller's speech from ${from} (the CLI's segment: ${expected[1].start} s); the page told ` +
         `when ${barge.sentS.toFixed(2)} s of the caller's audio were sent; ${barge.stopped} scheduled pieces stopped, ` +
         `the output silent ${barge.stopDelayMs} ms after, its peak after that ${barge.peakAfterStop}`);
