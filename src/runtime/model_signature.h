@@ -1,4 +1,4 @@
-// What an adapter needs of a model: named inputs and outputs with element types, ranks and fixed
+// What a model wrapper needs of a model: named inputs and outputs with element types, ranks and fixed
 // dims. check_signature() compares it with what the file declares and names the first mismatch,
 // so a user with the wrong file learns which file, which tensor and what was expected.
 #pragma once
@@ -32,7 +32,7 @@ struct ModelSignature {
   bool bind_by_position_if_renamed = false;
 };
 
-// Where each spec'd tensor sits in the model's input/output lists (ORT needs names; adapters
+// Where each spec'd tensor sits in the model's input/output lists (ORT needs names; model wrappers
 // bind by name, so files that order inputs differently still work).
 struct SignatureBinding {
   std::vector<std::string> input_names;   // one per ModelSignature::inputs, same order

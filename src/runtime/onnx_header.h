@@ -1,6 +1,6 @@
 // Reads the top-level fields of an ONNX ModelProto (IR version, producer, opset imports,
 // metadata_props) without protobuf: ONNX Runtime's C API does not expose opsets, `brisvox doctor`
-// reports them, and model adapters read their configuration from metadata before making a
+// reports them, and model wrappers read their configuration from metadata before making a
 // session. The graph itself (field 7, the bulk of the file) is skipped with a seek, never read.
 #pragma once
 

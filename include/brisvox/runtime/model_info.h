@@ -9,7 +9,7 @@
 
 namespace brisvox {
 
-// Element types brisvox adapters use (a subset of ONNX's); kOther covers the rest.
+// Element types brisvox's model wrappers use (a subset of ONNX's); kOther covers the rest.
 enum class ElementType { kFloat32, kFloat16, kInt64, kInt32, kInt8, kUint8, kBool, kOther };
 std::string element_type_name(ElementType type);
 
