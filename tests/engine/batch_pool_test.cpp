@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -286,6 +288,51 @@ TEST(BatchPool, AWorkerOutOfWorkTakesMovableJobsFromABusyOneBetweenSteps) {
   EXPECT_EQ(ran_on, 3u) << "both workers ran steps";
   EXPECT_GT(pool.stats().jobs_moved, 0u);
   EXPECT_EQ(pool.adapter(0).load() + pool.adapter(1).load(), 0u) << "each move carried its load along";
+}
+
+// A moving pool whose workers take their time looking at each other's queues (may_move is asked
+// under the other worker's lock, with the looking worker's own released).
+class SlowLookAdapter : public MovingSumAdapter {
+ public:
+  SlowLookAdapter(Log& log, int worker) : MovingSumAdapter(1, log, worker) {}
+  bool may_move(const SumJob& job) const noexcept {
+    std::this_thread::sleep_for(30ms);
+    return MovingSumAdapter::may_move(job);
+  }
+};
+using SlowLookPool = BatchPool<SlowLookAdapter>;
+
+TEST(BatchPool, AWorkerLookingForWorkMissesNeitherAJobQueuedToItNorTheStop) {
+  // Worker 1 runs one job (100 ms) with another waiting that may not move; worker 0, out of work,
+  // looks at that queue for 30-60 ms. A job queued to worker 0, or the stop, during the look must
+  // still reach it: once both were missed (it waited for good: the job stuck in its queue,
+  // ~Engine hung joining it). stop() takes the workers' locks in order, so it reaches worker 0
+  // while worker 0 looks at worker 1.
+  Log log;
+  log.run_sleep_us = 100'000;
+  for (const bool stop_during_look : {false, true}) {
+    SlowLookPool pool(spec(2, 1, 0), PoolShape{2, 64}, [&](int w) { return SlowLookAdapter(log, w); });
+    std::vector<SumJob> jobs(3);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      jobs[i].input = 1;
+      jobs[i].stays = true;
+      jobs[i].worker = i < 2 ? 1 : 0;
+      pool.adapter(jobs[i].worker).attach();
+    }
+    pool.schedule(&jobs[0]);
+    pool.schedule(&jobs[1]);
+    pool.start();
+    std::this_thread::sleep_for(10ms);  // worker 0 is looking
+    if (!stop_during_look) {
+      pool.schedule(&jobs[2]);
+      EXPECT_TRUE(wait_done(jobs, 5s)) << "the job queued to worker 0 during its look waited with worker 0 idle";
+    }
+    auto stopped = std::async(std::launch::async, [&] { pool.stop(); });
+    if (stopped.wait_for(10s) != std::future_status::ready) {
+      ADD_FAILURE() << "stop() did not return: worker 0 missed it during its look";
+      std::_Exit(1);  // its thread cannot be joined
+    }
+  }
 }
 
 TEST(BatchPool, AFailedRunReachesEveryJobOfItsRunAndThePoolGoesOn) {

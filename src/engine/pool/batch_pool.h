@@ -279,6 +279,9 @@ class BatchPool : public ModelPool {
       while (!w.stop && w.num_ready == 0) {
         if constexpr (kMoves) {
           if (take_from_another(w, lock)) continue;
+          // The look released the lock: a stop, or a job queued to this worker meanwhile, found
+          // it not idle and notified no one. Waiting now would miss them.
+          if (w.stop || w.num_ready > 0) break;
         }
         w.idle = true;
         w.cv.wait(lock);
