@@ -50,6 +50,7 @@
 #include "brisvox/error.h"
 #include "engine/pool/batch_pool.h"
 #include "engine/pool/pool_clock.h"
+#include "engine/pool/retired_jobs.h"
 #include "engine/speech/speech_model.h"
 #include "engine/speech/speech_state.h"
 #include "engine/speech/synthesizer.h"
@@ -78,9 +79,7 @@ template <Synthesizer S>
 class SpeechAdapter {
  public:
   using Job = SpeechJob<S>;
-  SpeechAdapter(const ModelSpec& spec, SpeechModel& model) : synth_(spec), run_timeout_ms_(spec.run_timeout_ms), model_(model) {
-    retired_.reserve(16);
-  }
+  SpeechAdapter(const ModelSpec& spec, SpeechModel& model) : synth_(spec), run_timeout_ms_(spec.run_timeout_ms), model_(model) {}
 
   std::int64_t prepare(Job& s, std::size_t row);
   void run(int key, std::size_t rows);
@@ -136,7 +135,7 @@ class SpeechAdapter {
   // machine).
   double run_ns_per_cost_ = 2.3e6;
   std::int64_t longest_run_ns_ = 0;  // decays by 1/8 per run
-  std::vector<std::shared_ptr<SpeechState>> retired_;  // worker thread only
+  RetiredJobs<SpeechState> retired_{16};
 };
 
 template <Synthesizer S>
@@ -525,22 +524,14 @@ void SpeechAdapter<S>::retire(Job& s) {
     std::lock_guard lock(s.mu);
     s.to_speak.clear();
   }
-  retired_.push_back(std::move(s.self));
+  retired_.add(std::move(s.self));
   sessions_.fetch_sub(1, std::memory_order_relaxed);
   static_cast<SpeechPool<S>&>(model_).session_retired();
 }
 
 template <Synthesizer S>
 void SpeechAdapter<S>::after_batch() {
-  for (std::size_t i = 0; i < retired_.size();) {
-    // Not queued (no pointer to it in a ready queue) and the handle is gone.
-    if (!retired_[i]->queued.load(std::memory_order_acquire) && retired_[i].use_count() == 1) {
-      retired_[i] = std::move(retired_.back());
-      retired_.pop_back();
-    } else {
-      ++i;
-    }
-  }
+  retired_.free_unreferenced();
 }
 
 // --- the pool ---------------------------------------------------------------------------------------

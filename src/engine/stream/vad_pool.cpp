@@ -26,7 +26,6 @@ VadAdapter::VadAdapter(SileroVad vad, int max_batch, int run_timeout_ms, EngineS
   probs_.resize(b);
   consumed_.resize(b);
   final_.resize(b);
-  retired_.reserve(64);
 }
 
 std::int64_t VadAdapter::prepare(StreamState& s, std::size_t row) {
@@ -207,21 +206,11 @@ void VadAdapter::retire(StreamState& s) {
                                      std::memory_order_relaxed);
   });
   s.retired.store(true, std::memory_order_relaxed);
-  retired_.push_back(std::move(owner));
+  retired_.add(std::move(owner));
   num_streams_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void VadAdapter::after_batch() {
-  for (std::size_t i = 0; i < retired_.size();) {
-    // Not queued (no pointer to it in a ready queue) and no other owner (no stage's request).
-    if (!retired_[i]->queued.load(std::memory_order_acquire) && retired_[i].use_count() == 1) {
-      retired_[i] = std::move(retired_.back());
-      retired_.pop_back();
-    } else {
-      ++i;
-    }
-  }
-}
+void VadAdapter::after_batch() { retired_.free_unreferenced(); }
 
 void VadAdapter::overload_check(StreamState& s, std::int64_t queue_delay_ns) {
   const std::int64_t budget_ns = std::int64_t{shared_.latency_budget_ms} * 1'000'000;

@@ -19,6 +19,7 @@
 #include "brisvox/engine/engine_config.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "engine/pool/batch_pool.h"
+#include "engine/pool/retired_jobs.h"
 #include "engine/stream/stream_registry.h"
 #include "engine/stream/stream_state.h"
 #include "engine/stream/stream_totals.h"
@@ -66,7 +67,7 @@ class VadAdapter {
   std::atomic<std::size_t> num_streams_{0};
   // Closed streams whose memory may still be referenced (a queued pointer, a stage's request): freed
   // by after_batch() once neither holds. Worker thread only.
-  std::vector<std::shared_ptr<StreamState>> retired_;
+  RetiredJobs<StreamState> retired_{64};
 
   // Batch staging, preallocated for max_batch.
   std::vector<SileroStreamState*> batch_states_;
