@@ -76,6 +76,20 @@ void AudioIngress::discard(AudioLoss why) {
   pending_begin_ = 0;
 }
 
+void AudioIngress::discard(WsConnection::Ending ending) {
+  switch (ending) {
+    case WsConnection::Ending::kDisconnected:
+      discard(AudioLoss::kDisconnected);
+      break;
+    case WsConnection::Ending::kFailed:
+      discard(AudioLoss::kError);
+      break;
+    case WsConnection::Ending::kAborted:
+      discard(AudioLoss::kShutdown);
+      break;
+  }
+}
+
 std::optional<IngressFailure> AudioIngress::push_failed(const Error& e) {
   return IngressFailure{std::string(to_string(e.code())),
                         e.code() == ErrorCode::kBadAudio ? kCloseBadData : kCloseInternal, e.what()};

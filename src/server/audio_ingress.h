@@ -28,6 +28,7 @@
 #include "server/metrics.h"
 #include "server/rate_limiter.h"
 #include "server/server_context.h"
+#include "server/ws_connection.h"
 
 namespace brisvox::server {
 
@@ -53,6 +54,13 @@ class AudioIngress {
   template <typename Sink>
   std::optional<IngressFailure> push(Sink& sink);
 
+  // One flow step of a handler: push(), then what the connection does about it. kFailed: the
+  // connection is failed (error event, close). kHeld: audio is still held, reading is paused and the
+  // handler retries soon. kClear: nothing is held.
+  enum class Flow { kFailed, kHeld, kClear };
+  template <typename Sink>
+  Flow feed(Sink& sink, WsConnection& c);
+
   bool holding() const noexcept { return pending_begin_ < pending_.size(); }
   // A failure when the held audio has waited longer than pending_timeout_ms.
   std::optional<IngressFailure> check_held() const;
@@ -60,6 +68,8 @@ class AudioIngress {
   std::chrono::microseconds pace() { return rate_.wait_time(); }
   // Counts what is held as lost to `why` and drops it.
   void discard(AudioLoss why);
+  // The same for a connection that has ended the way `ending` says.
+  void discard(WsConnection::Ending ending);
   // A new stream: forgets a partial sample (the held audio: discard() first).
   void reset_decoder() noexcept { decoder_.reset(); }
 
@@ -101,6 +111,19 @@ std::optional<IngressFailure> AudioIngress::push(Sink& sink) {
   }
   compact();
   return std::nullopt;
+}
+
+template <typename Sink>
+AudioIngress::Flow AudioIngress::feed(Sink& sink, WsConnection& c) {
+  std::optional<IngressFailure> failure = push(sink);
+  if (!failure && holding()) failure = check_held();
+  if (failure) {
+    c.fail(failure->code, failure->close_code, failure->message);
+    return Flow::kFailed;
+  }
+  if (!holding()) return Flow::kClear;
+  c.pause_reading();
+  return Flow::kHeld;
 }
 
 }  // namespace brisvox::server

@@ -320,18 +320,14 @@ void CallHandler::end_speak(std::uint32_t id, std::string message) {
 void CallHandler::advance() {
   WsConnection& c = connection();
   if (!c.is_open()) return;
-  if (auto failure = ingress_.push(call_)) {
-    c.fail(failure->code, failure->close_code, failure->message);
-    return;
-  }
-  if (ingress_.holding()) {
-    if (auto failure = ingress_.check_held()) {
-      c.fail(failure->code, failure->close_code, failure->message);
+  switch (ingress_.feed(call_, c)) {
+    case AudioIngress::Flow::kFailed:
       return;
-    }
-    c.pause_reading();
-    wake_at(Clock::now() + kRetryInterval);
-    return;
+    case AudioIngress::Flow::kHeld:
+      wake_at(Clock::now() + kRetryInterval);
+      return;
+    case AudioIngress::Flow::kClear:
+      break;
   }
   if (closing_) {
     c.pause_reading();
@@ -398,17 +394,7 @@ void CallHandler::on_closing() {
 void CallHandler::on_closed(std::string_view why, bool opened) {
   timer_.cancel();
   call_.close();
-  switch (connection().ending()) {
-    case WsConnection::Ending::kDisconnected:
-      ingress_.discard(AudioLoss::kDisconnected);
-      break;
-    case WsConnection::Ending::kFailed:
-      ingress_.discard(AudioLoss::kError);
-      break;
-    case WsConnection::Ending::kAborted:
-      ingress_.discard(AudioLoss::kShutdown);
-      break;
-  }
+  ingress_.discard(connection().ending());
   if (!opened) return;
   ctx_.metrics.websocket_sessions_active.fetch_sub(1);
   ctx_.call_metrics.sessions_active.fetch_sub(1);

@@ -126,18 +126,14 @@ void StreamHandler::handle_control(const std::string& text) {
 void StreamHandler::advance() {
   WsConnection& c = connection();
   if (!c.is_open()) return;
-  if (auto failure = ingress_.push(stream_)) {
-    c.fail(failure->code, failure->close_code, failure->message);
-    return;
-  }
-  if (ingress_.holding()) {
-    if (auto failure = ingress_.check_held()) {
-      c.fail(failure->code, failure->close_code, failure->message);
+  switch (ingress_.feed(stream_, c)) {
+    case AudioIngress::Flow::kFailed:
       return;
-    }
-    c.pause_reading();
-    arm_retry(kRetryInterval);
-    return;
+    case AudioIngress::Flow::kHeld:
+      arm_retry(kRetryInterval);
+      return;
+    case AudioIngress::Flow::kClear:
+      break;
   }
   if (end_ != EndRequest::kNone) {
     c.pause_reading();
@@ -283,17 +279,7 @@ void StreamHandler::on_closing() { retry_timer_.cancel(); }
 void StreamHandler::on_closed(std::string_view why, bool opened) {
   retry_timer_.cancel();
   stream_.close();
-  switch (connection().ending()) {
-    case WsConnection::Ending::kDisconnected:
-      ingress_.discard(AudioLoss::kDisconnected);
-      break;
-    case WsConnection::Ending::kFailed:
-      ingress_.discard(AudioLoss::kError);
-      break;
-    case WsConnection::Ending::kAborted:
-      ingress_.discard(AudioLoss::kShutdown);
-      break;
-  }
+  ingress_.discard(connection().ending());
   if (!opened) return;
   ctx_.metrics.websocket_sessions_active.fetch_sub(1);
   const WsConnection& c = connection();
