@@ -13,6 +13,25 @@ using Json = nlohmann::ordered_json;
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+// A speech session's settings, as /v1/tts's ready message and /v1/call's say them: the voice's
+// settings as the client gave them (speaker_id an integer).
+Json speech_settings(std::string_view voice, int sample_rate_hz, std::string_view encoding, const SpeechConfig& s) {
+  Json j;
+  j["voice"] = voice;
+  j["sample_rate"] = sample_rate_hz;
+  j["encoding"] = encoding;
+  for (const auto& [name, value] : s.voice_options) {
+    if (name == "speaker_id") {
+      j[name] = static_cast<std::int64_t>(value);
+    } else {
+      j[name] = static_cast<float>(value);
+    }
+  }
+  j["volume"] = s.volume;
+  j["fast_start"] = s.fast_start;
+  return j;
+}
+
 // A stream's effective configuration, as /v1/stream's ready message and /v1/call's say it.
 Json stream_config(const AudioRequest& request, const StreamConfig& s) {
   const SegmenterParams& p = s.vad.params;
@@ -73,21 +92,8 @@ std::string call_ready_message(std::uint64_t session_id, const CallReady& call, 
   j["id"] = session_id;
   if (!call.request.audio.tag.empty()) j["tag"] = call.request.audio.tag;
   Json c = stream_config(call.request.audio, call.stream);
-  Json speech;
-  speech["voice"] = call.voice;
-  speech["sample_rate"] = call.speech_rate_hz;
-  speech["encoding"] = to_string(call.request.audio.encoding);
   const SpeechConfig& v = call.request.voice.speech;
-  for (const auto& [name, value] : v.voice_options) {
-    if (name == "speaker_id") {
-      speech[name] = static_cast<std::int64_t>(value);
-    } else {
-      speech[name] = static_cast<float>(value);
-    }
-  }
-  speech["volume"] = v.volume;
-  speech["fast_start"] = v.fast_start;
-  c["speech"] = std::move(speech);
+  c["speech"] = speech_settings(call.voice, call.speech_rate_hz, to_string(call.request.audio.encoding), v);
   const BargeInOptions& b = call.request.barge_in;
   c["barge_in"] = {{"enabled", b.enabled}, {"min_ms", b.min_speech_ms}, {"on", b.on_turn_end ? "turn_end" : "speech"}};
   c["playout_lead_ms"] = call.request.playout_lead_ms;
@@ -96,6 +102,19 @@ std::string call_ready_message(std::uint64_t session_id, const CallReady& call, 
   l["max_text_bytes"] = call.max_text_bytes;
   l["max_queued"] = v.max_queued;
   j["limits"] = std::move(l);
+  return dump(j);
+}
+
+std::string tts_ready_message(std::uint64_t session_id, const TtsReady& tts, const ServerLimits& limits) {
+  Json j;
+  j["type"] = "ready";
+  j["id"] = session_id;
+  j["config"] = speech_settings(tts.voice, tts.sample_rate_hz, "pcm_s16le", tts.speech);
+  if (!tts.tag.empty()) j["tag"] = tts.tag;
+  j["limits"] = {{"max_text_bytes", tts.max_text_bytes},
+                 {"max_queued", tts.speech.max_queued},
+                 {"max_message_bytes", limits.max_message_bytes},
+                 {"idle_timeout_s", limits.idle_timeout_s}};
   return dump(j);
 }
 

@@ -31,6 +31,15 @@ struct CallReady {
   std::size_t max_text_bytes;
 };
 std::string call_ready_message(std::uint64_t session_id, const CallReady& call, const ServerLimits& limits);
+// /v1/tts's ready message: the voice and its settings in "config", the text limits in "limits".
+struct TtsReady {
+  std::string_view tag;
+  std::string_view voice;  // the voice's name
+  int sample_rate_hz;
+  const SpeechConfig& speech;
+  std::size_t max_text_bytes;
+};
+std::string tts_ready_message(std::uint64_t session_id, const TtsReady& tts, const ServerLimits& limits);
 std::string speech_start_message(double start_s);
 std::string speech_end_message(double start_s, double end_s);
 // End of turn (Smart Turn): probability -1 (no verdict, a timeout) is sent as null.

@@ -63,31 +63,10 @@ void TtsHandler::on_open() {
   ctx_.tts_metrics.ws_sessions_active.fetch_add(1);
   ctx_.tts_metrics.ws_sessions_total.fetch_add(1);
   c.log("tts stream {} open: {}, voice {}, {} Hz", c.id(), c.peer(), voice_name_, speech_.sample_rate_hz());
-  Json j;
-  j["type"] = "ready";
-  j["id"] = c.id();
-  Json config;
-  config["voice"] = voice_name_;
-  config["sample_rate"] = speech_.sample_rate_hz();
-  config["encoding"] = "pcm_s16le";
-  const SpeechConfig& s = options_.speech;
-  // The voice's settings the client gave, as the query gave them (speaker_id an integer).
-  for (const auto& [name, value] : s.voice_options) {
-    if (name == "speaker_id") {
-      config[name] = static_cast<std::int64_t>(value);
-    } else {
-      config[name] = static_cast<float>(value);
-    }
-  }
-  config["volume"] = s.volume;
-  config["fast_start"] = s.fast_start;
-  j["config"] = config;
-  if (!options_.tag.empty()) j["tag"] = options_.tag;
-  j["limits"] = {{"max_text_bytes", speech_.max_text_bytes()},
-                 {"max_queued", s.max_queued},
-                 {"max_message_bytes", ctx_.config.limits.max_message_bytes},
-                 {"idle_timeout_s", ctx_.config.limits.idle_timeout_s}};
-  send(dump(j));
+  send(tts_ready_message(c.id(),
+                         TtsReady{options_.tag, voice_name_, speech_.sample_rate_hz(), options_.speech,
+                                  speech_.max_text_bytes()},
+                         ctx_.config.limits));
 }
 
 // --- reading -------------------------------------------------------------------------------------
