@@ -9,7 +9,6 @@
 #include <deque>
 #include <optional>
 
-#include "brisvox/engine/engine.h"
 #include "brisvox/error.h"
 #include "engine/call/call_state.h"
 #include "engine/pool/pool_clock.h"

@@ -9,7 +9,8 @@
 #include <memory>
 #include <optional>
 
-#include "brisvox/engine/engine.h"
+#include "brisvox/engine/speech.h"
+#include "brisvox/engine/stream.h"
 #include "engine/call/call_link.h"
 #include "engine/speech/speech_state.h"
 

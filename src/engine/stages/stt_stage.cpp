@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "base/log.h"
 #include "brisvox/error.h"
+#include "engine/output/transcript_payload.h"
 #include "engine/stream/stream_state.h"
 #include "engine/stream/vad_pool.h"
 
@@ -15,34 +15,9 @@ namespace {
 
 constexpr std::size_t kMaxSegmentSamples16k = static_cast<std::size_t>(kSttMaxSegmentS * 16000);
 
-// The payload of a kTranscript event: this header, then the text (UTF-8).
-struct TranscriptHeader {
-  float avg_logprob;
-  float no_speech_prob;
-  std::uint32_t flags;  // kNoSpeech | kHitTokenLimit
-  std::int32_t window_frames;
-};
-static_assert(sizeof(TranscriptHeader) == 16);
-constexpr std::uint32_t kNoSpeech = 1;
-constexpr std::uint32_t kHitTokenLimit = 2;
-
 int fit_min_frames(int full_frames) noexcept { return std::min(WhisperFeatures::kDefaultFitMinFrames, full_frames); }
 
 }  // namespace
-
-Transcript decode_transcript(std::span<const std::byte> payload) {
-  Transcript t;
-  TranscriptHeader h{};
-  if (payload.size() < sizeof(h)) return t;
-  std::memcpy(&h, payload.data(), sizeof(h));
-  t.avg_logprob = h.avg_logprob;
-  t.no_speech_prob = h.no_speech_prob;
-  t.no_speech = (h.flags & kNoSpeech) != 0;
-  t.hit_token_limit = (h.flags & kHitTokenLimit) != 0;
-  t.window_frames = h.window_frames;
-  t.text.assign(reinterpret_cast<const char*>(payload.data()) + sizeof(h), payload.size() - sizeof(h));
-  return t;
-}
 
 int stt_num_keys(int full_frames) noexcept {
   const int granularity = WhisperFeatures::kDefaultFitGranularityFrames;
@@ -331,8 +306,7 @@ void SttStage::emit(StreamState& s, SttRequest& r) {
     return;
   }
   const Transcript& t = r.transcript;
-  TranscriptHeader h{t.avg_logprob, t.no_speech_prob,
-                     (t.no_speech ? kNoSpeech : 0u) | (t.hit_token_limit ? kHitTokenLimit : 0u), t.window_frames};
+  const TranscriptHeader h = transcript_header(t);
   Event ev;
   ev.type = EventType::kTranscript;
   ev.start_s = r.start_s;

@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "brisvox/audio/resampler.h"
-#include "brisvox/engine/engine.h"
 #include "brisvox/engine/engine_config.h"
+#include "brisvox/engine/transcript.h"
 #include "brisvox/models/stt/whisper_decoder.h"
 #include "brisvox/models/stt/whisper_encoder.h"
 #include "brisvox/models/stt/whisper_features.h"
@@ -214,8 +214,5 @@ class SttPool final : public ModelPool {
   std::deque<std::shared_ptr<StreamState>> waiting_;  // streams holding a segment for a slot
   BatchPool<SttAdapter> pool_;
 };
-
-// A kTranscript payload (a 16-byte header, then the text) back into a Transcript.
-Transcript decode_transcript(std::span<const std::byte> payload);
 
 }  // namespace brisvox::engine

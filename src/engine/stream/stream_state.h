@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "brisvox/audio/resampler.h"
-#include "brisvox/engine/engine.h"
+#include "brisvox/engine/engine_config.h"
+#include "brisvox/engine/events.h"
 #include "brisvox/models/vad/silero_vad.h"
 #include "brisvox/models/vad/streaming_segmenter.h"
 #include "engine/output/session_output.h"

@@ -1,0 +1,20 @@
+// A transcript (read with Stream::read_transcript or Call::read_transcript): a header of its own so
+// that what carries transcripts inside the engine (the stt stage, the payload format) does not
+// depend on the handles.
+#pragma once
+
+#include <string>
+
+namespace brisvox {
+
+// What speech-to-text made of one segment (a kTranscript event's payload).
+struct Transcript {
+  std::string text;           // UTF-8, as faster-whisper's Segment.text (leading space); "" if no_speech
+  float avg_logprob = 0.0f;   // of the sampled tokens
+  float no_speech_prob = 0.0f;
+  bool no_speech = false;     // Whisper's no-speech rule fired: the segment holds no speech
+  bool hit_token_limit = false;  // the decoder stopped at its token limit, not at <|endoftext|>
+  int window_frames = 0;      // the encoder window it was decoded in (3000 = 30 s)
+};
+
+}  // namespace brisvox
