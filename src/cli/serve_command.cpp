@@ -80,13 +80,16 @@ Command add_serve_command(CLI::App& app) {
       "  POST /v1/vad                                            an audio file in, its segments out\n"
       "  POST /v1/transcribe                                     an audio file in, its transcript out (--stt-model)\n"
       "  POST /v1/tts, GET /v1/tts (WebSocket)                   text in, speech out (--tts-voice)\n"
+      "  GET  /v1/call?sample_rate=16000                         WebSocket: a call: the caller's audio in, its events\n"
+      "                                                          out, replies spoken back with barge-in (--tts-voice)\n"
       "  GET  /healthz, GET /readyz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"
       "  brisvox serve --host 0.0.0.0 --port 8700 --token secret --allow-origin https://app.example.com\n"
       "  curl --data-binary @call.wav http://127.0.0.1:8700/v1/vad\n"
       "  brisvox serve --tts-voice en_US-joe-medium\n"
-      "  curl -d '{\"text\":\"Hello there.\"}' -o hello.wav http://127.0.0.1:8700/v1/tts");
+      "  curl -d '{\"text\":\"Hello there.\"}' -o hello.wav http://127.0.0.1:8700/v1/tts\n"
+      "  brisvox serve --tts-voice en_US-joe-medium --turn-model v3.2 --stt-model tiny.en-int8   (calls)");
   app.add_option("--config", o->config_file,
                  "A TOML/INI file of these options (key = long option without the dashes, e.g. "
                  "max-streams = 64; docs/CLI.md); the command line overrides it")
