@@ -38,8 +38,12 @@ if [[ ${1:-} == --hidden ]]; then
   "$bin" vad sample.wav > vad.json 2> vad.err || fail "brisvox vad: $(cat vad.err)"
   cmp -s vad.json expected_vad.json || fail "brisvox vad differs from the build tree's: $(diff vad.json expected_vad.json)"
   # serve: the packaged example config, on a free port; /healthz, the page from share/brisvox/web.
+  # serve.log exists before the background shell opens it (sed on a missing file would end this
+  # script under set -e), and serve dies with the script: a survivor holds CTest's output pipe.
+  : > serve.log
   "$bin" serve --config "$tree/share/brisvox/serve.toml" --port 0 2> serve.log &
   pid=$!
+  trap 'kill $pid 2> /dev/null || true' EXIT
   for _ in $(seq 100); do
     port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' serve.log)
     [[ -n $port ]] && break
@@ -51,6 +55,7 @@ if [[ ${1:-} == --hidden ]]; then
   page=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/") || true
   kill -TERM $pid
   wait $pid || fail "serve did not exit 0 on SIGTERM: $(cat serve.log)"
+  trap - EXIT
   [[ $health == *'"status":"ok"'* ]] || fail "/healthz answered '$health'"
   [[ $page == 200 ]] || fail "GET / (the demo page) answered $page: $(cat serve.log)"
   # A C program against the installed library: find_package(brisvox), then pkg-config.

@@ -42,6 +42,7 @@
                         //   stopDelayMs: to a silent output, peakAfterStop: the output's after that}]
     samples: 0,         // reply samples received
     droppedSamples: 0,  // received for no reply being spoken (a stopped one): not played
+    lateSamples: 0,     // in flight when the page hung up: not played, not a stopped reply's
     samplesSent: 0,     // the caller's samples sent
     errors: [],
     closeCode: null,
@@ -92,7 +93,7 @@
   async function start() {
     Object.assign(call, {
       states: [], trigger: null, config: null, transcripts: [], replies: [], interruptions: [],
-      samples: 0, droppedSamples: 0, samplesSent: 0, errors: [], closeCode: null,
+      samples: 0, droppedSamples: 0, lateSamples: 0, samplesSent: 0, errors: [], closeCode: null,
     });
     ui.error.hidden = true;
     const s = {
@@ -214,7 +215,7 @@
         reply.started = true;
         s.current = reply;
         s.watch = null;  // new sound on the output from here: not a stopped reply's
-        setState('speaking', 'talk over the reply to interrupt it.');
+        if (!s.closing) setState('speaking', 'talk over the reply to interrupt it.');
         render();
         break;
       case 'speak_done':
@@ -276,7 +277,9 @@
     const reply = s.current;
     // Between a reply's end and the next speak_started the server sends nothing; what would come
     // for a stopped reply must not play.
-    if (!reply || s.closing || !s.player) { call.droppedSamples += pcm.length; return; }
+    // Hanging up cancels the reply, but what the server sent before it read the cancel still comes.
+    if (s.closing) { call.lateSamples += pcm.length; return; }
+    if (!reply || !s.player) { call.droppedSamples += pcm.length; return; }
     call.samples += pcm.length;
     reply.samples += pcm.length;
     const at = s.player.play(pcm, call.config.speech ? call.config.speech.sample_rate : RATE);

@@ -342,6 +342,8 @@ function checkCall(r, expected) {
   let k = 0;
   for (const st of seen) if (st === order[k]) k++;
   if (k < order.length) problems.push(`states ${seen.join(' > ')} do not go ${order.join(' > ')}`);
+  const hangUp = seen.indexOf('closing');
+  if (hangUp >= 0 && seen.slice(hangUp + 1).some((st) => st !== 'closed')) problems.push(`states after hanging up: ${seen.join(' > ')}`);
 
   const [said, over] = r.transcripts;
   const wer = said ? wordErrorRate(words(expected[0].text), words(said.text)) : 1;
@@ -375,6 +377,7 @@ function checkCall(r, expected) {
     if (!(barge.peakAfterStop < 1e-4)) problems.push(`the output peaked at ${barge.peakAfterStop} after the stop`);
   }
   if (r.droppedSamples !== 0) problems.push(`${r.droppedSamples} samples came for a stopped reply`);
+  if (r.lateSamples > 0) log(`call: ${r.lateSamples} samples were in flight when the page hung up (not played)`);
   if (!r.listed.some((t) => said && t.includes(said.text))) problems.push(`the conversation list does not show the transcript: ${JSON.stringify(r.listed)}`);
   if (!r.listed.some((t) => /interrupted: [\d.]+ s heard, [\d.]+ s sent/.test(t))) problems.push(`the conversation list does not show the interruption: ${JSON.stringify(r.listed)}`);
 
