@@ -27,8 +27,9 @@ struct ServeOptions {
   int stt_threads = 1;
   std::string tts_voice;
   int tts_workers = 0;
-  std::string config_file;              // --config: a TOML/INI file of these options
+  std::string config_file;              // --config: a TOML file of these options
   std::vector<std::string> from_file;   // the keys it set (for errors that name it)
+  bool token_given = false;             // --token on the command line or in the file, even empty
 };
 
 int run_serve(ServeOptions& o) {
@@ -37,8 +38,16 @@ int run_serve(ServeOptions& o) {
   // (Sockets never raise it: Asio sends with MSG_NOSIGNAL.)
   std::signal(SIGPIPE, SIG_IGN);
   if (!o.models_dir.empty()) ::setenv("BRISVOX_MODELS_DIR", o.models_dir.c_str(), 1);
-  if (o.config.token.empty()) {
-    if (const char* token = std::getenv("BRISVOX_TOKEN"); token != nullptr) o.config.token = token;
+  if (!o.token_given) {
+    if (const char* token = std::getenv("BRISVOX_TOKEN"); token != nullptr) {
+      // Set but empty is a mistake (an unset variable in a unit file), not a wish for no token.
+      if (*token == '\0') {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "$BRISVOX_TOKEN is set but empty: that would leave /v1/* open to anyone; set it to a token, "
+                    "or unset it to run without one");
+      }
+      o.config.token = token;
+    }
   }
   o.config.engine.models = {ModelSpec::silero_vad(o.model)};
   o.config.engine.models[0].num_workers = o.workers;
@@ -58,6 +67,11 @@ int run_serve(ServeOptions& o) {
     o.config.engine.models.push_back(tts);
   }
   try {
+    if (o.token_given && o.config.token.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--token is empty: that would leave /v1/* open to anyone; give a token, or leave --token out "
+                  "(and $BRISVOX_TOKEN unset) to run without one");
+    }
     o.config.validate();
   } catch (const Error& e) {
     throw with_config_source(e, o.config_file, o.from_file);
@@ -91,7 +105,7 @@ Command add_serve_command(CLI::App& app) {
       "  curl -d '{\"text\":\"Hello there.\"}' -o hello.wav http://127.0.0.1:8700/v1/tts\n"
       "  brisvox serve --tts-voice en_US-joe-medium --turn-model v3.2 --stt-model tiny.en-int8   (calls)");
   app.add_option("--config", o->config_file,
-                 "A TOML/INI file of these options (key = long option without the dashes, e.g. "
+                 "A TOML file of these options (key = long option without the dashes, e.g. "
                  "max-streams = 64; docs/CLI.md); the command line overrides it")
       ->check(CLI::ExistingFile);
   app.add_option("--host", c.host, "Address to listen on")->capture_default_str();
@@ -165,6 +179,7 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str();
   return [o, &app] {
     if (!o->config_file.empty()) o->from_file = apply_config_file(app, o->config_file);
+    o->token_given = app.get_option("--token")->count() > 0;
     return run_serve(*o);
   };
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <system_error>
@@ -33,6 +34,10 @@ std::string default_web_dir() {
 
 void ServerConfig::validate() const {
   require(!host.empty(), "--host must not be empty");
+  // An Authorization header cannot carry spaces at its ends or control characters: such a token
+  // would lock every client out while looking configured.
+  require(std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; }),
+          "--token must be printable ASCII without spaces (a bearer token in an HTTP header)");
   require(port >= 0 && port <= 65535, fmt::format("--port must be 0 (any free port) to 65535, got {}", port));
   require(io_threads >= 1 && io_threads <= 256, fmt::format("--io-threads must be 1 to 256, got {}", io_threads));
   require(job_threads >= 1 && job_threads <= 256, fmt::format("job_threads must be 1 to 256, got {}", job_threads));

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""`brisvox serve --config FILE` (issue 13): a TOML/INI file sets every serve option, the command
+"""`brisvox serve --config FILE` (issue 13): a TOML file sets every serve option, the command
 line overrides it, $BRISVOX_TOKEN stays the fallback, and an unknown key, section or bad value is
-an error naming the key and the file (exit 2, before anything is loaded). About 5 s.
+an error naming the key and the file (exit 2, before anything is loaded). The loader fails closed
+(issue 35 D6): a syntax error never swallows a line, an empty token is an error, not "no token",
+and a FIFO, a device, a huge or deeply nested file is refused at once. About 5 s.
 
   /usr/bin/python3 tests/server/test_config_file.py --brisvox build/release/brisvox
 """
@@ -145,15 +147,65 @@ def test_bad_value_is_an_error():
     code, err, path = refused("max-streams = \"lots\"\n")
     assert code == 2, err
     assert "key 'max-streams'" in err and "lots" in err and path in err, err
-    code, err, path = refused("access-log = perhaps\n")
+    code, err, path = refused("access-log = perhaps\n")  # not TOML: a bare word
     assert code == 2, err
-    assert "key 'access-log'" in err and path in err, err
+    assert "line 1" in err and path in err, err
 
 
 def test_out_of_range_value_names_the_file():
     code, err, path = refused("max-streams = 0\n")
     assert code == 2, err
     assert "key 'max-streams'" in err and "--max-streams must be 1 to 100000" in err and path in err, err
+
+
+def test_unclosed_array_does_not_swallow_the_token():
+    # CLI11's parser took the next line into the array: the server started without its token.
+    code, err, path = refused('allow-host = ["a.example", "b.example"\ntoken = "secret"\n')
+    assert code == 2, err
+    assert "line 2" in err and path in err, err
+
+
+def test_bare_word_is_an_error():
+    code, err, path = refused("host = 0.0.0.0\n")
+    assert code == 2 and "line 1" in err and path in err, err
+
+
+def test_empty_token_is_an_error():
+    code, err, path = refused('token = ""\n')
+    assert code == 2 and "key 'token'" in err and "--token is empty" in err and path in err, err
+    code, err, _ = refused("max-uploads = 2\n", "--token", "")
+    assert code == 2 and "--token is empty" in err, err
+    env = dict(os.environ, BRISVOX_TOKEN="")
+    p = subprocess.run([args.brisvox, "serve", "--port", "0"], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL, env=env)
+    assert p.returncode == 2 and "$BRISVOX_TOKEN is set but empty" in p.stderr, p.stderr
+    code, err, _ = refused('token = "two words"\n')
+    assert code == 2 and "printable ASCII without spaces" in err, err
+
+
+def test_not_a_regular_file_is_refused_at_once():
+    fifo = os.path.join(tmp.name, "config.fifo")
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        t0 = time.monotonic()
+        p = subprocess.run([args.brisvox, "serve", "--port", "0", "--config", path], capture_output=True,
+                           text=True, timeout=10, stdin=subprocess.DEVNULL)
+        assert p.returncode == 2 and "not a regular file" in p.stderr, (path, p.stderr)
+        assert time.monotonic() - t0 < 5, f"{path}: refused only after {time.monotonic() - t0:.1f} s"
+
+
+def test_huge_or_deep_files_are_refused():
+    code, err, _ = refused("# " + "x" * (2 << 20) + "\n")
+    assert code == 2 and "at most 1048576 bytes" in err, err[:300]
+    code, err, _ = refused("x = " + "[" * 10000 + "]" * 10000 + "\n")
+    assert code == 2 and "nested" in err, err[:300]
+    code, err, _ = refused("[" + ".".join(["a"] * 10000) + "]\n")
+    assert code == 2 and "unknown section" in err, err[:300]
+
+
+def test_flag_takes_true_or_false_only():
+    code, err, _ = refused('access-log = "yes"\n')
+    assert code == 2 and "key 'access-log' is a flag" in err, err
 
 
 def test_missing_file_is_an_error():
