@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisvox/error.h"
+#include "server/peer_json.h"
 
 namespace brisvox::server {
 namespace {
@@ -59,10 +60,8 @@ CallRequest parse_call_request(std::string_view query) {
 CallMessage parse_call_message(std::string_view json_text) {
   using Json = nlohmann::json;
   CallMessage m;
-  Json j;
-  try {
-    j = Json::parse(json_text);
-  } catch (const Json::exception&) {
+  const Json j = parse_peer_json(json_text).value;
+  if (j.is_discarded()) {
     m.error = "a message must be JSON: {\"type\":\"speak\",\"text\":\"...\"}, {\"type\":\"cancel\"}, "
               "{\"type\":\"mark\",\"name\":\"...\"} or {\"type\":\"close\"}";
     return m;

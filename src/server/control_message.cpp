@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include "server/peer_json.h"
 
 namespace brisvox::server {
 
 ControlMessage parse_control_message(std::string_view text) {
   ControlMessage m;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = parse_peer_json(text).value;
   if (j.is_discarded()) {
     m.error =
         "control message is not valid JSON; send {\"type\":\"flush\"}, {\"type\":\"reset\"} or {\"type\":\"close\"}";

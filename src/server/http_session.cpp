@@ -130,7 +130,8 @@ void HttpSession::read_request() {
   }
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
-  parser_->body_limit(ctx_.config.limits.max_body_bytes);
+  body_limit_ = body_limit(Route::kVad, ctx_.config.limits);  // until check_head knows the route
+  parser_->body_limit(body_limit_.bytes);
   timed_out_ = false;
   head_request_ = false;
   handler_ = "none";
@@ -166,7 +167,7 @@ void HttpSession::on_header(beast::error_code ec) {
   ctx_.metrics.http_requests.fetch_add(1, std::memory_order_relaxed);
   if (!check_head()) return;
   const auto& req = parser_->get();
-  if (const auto length = parser_->content_length(); length && *length > ctx_.config.limits.max_body_bytes) {
+  if (const auto length = parser_->content_length(); length && *length > body_limit_.bytes) {
     refuse_body(req);
     return;
   }
@@ -218,6 +219,8 @@ bool HttpSession::check_head() {
                               to_sv(req[http::field::host]), host_name(to_sv(req[http::field::host]))));
   }
   const Route route = route_for(req);
+  body_limit_ = body_limit(route, ctx_.config.limits);
+  parser_->body_limit(body_limit_.bytes);
   if (route == Route::kTts && (req.method() == http::verb::post || beast::websocket::is_upgrade(req))) {
     // Text to speech: the token and Origin before the body too (handle() checks again, at no cost).
     if (auto refusal = check_access(ctx_, req)) {
@@ -313,7 +316,7 @@ void HttpSession::refuse_body(const Request& request) {
   ctx_.metrics.count_error("payload_too_large");
   send(error_response(
            request, http::status::payload_too_large, "payload_too_large",
-           fmt::format("the body is larger than {} bytes (--max-body-bytes)", ctx_.config.limits.max_body_bytes)),
+           fmt::format("the body is larger than {} bytes ({})", body_limit_.bytes, body_limit_.why)),
        true);
 }
 

@@ -118,6 +118,18 @@ Route route_for(const Request& request) {
   return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
 }
 
+BodyLimit body_limit(Route route, const ServerLimits& limits) {
+  switch (route) {
+    case Route::kVad:
+    case Route::kTranscribe:
+      return {limits.max_body_bytes, "--max-body-bytes"};
+    case Route::kTts:
+      return {kMaxJsonBodyBytes, "a JSON request's limit"};
+    default:
+      return {kMaxOtherBodyBytes, "the limit of a route that takes no upload"};
+  }
+}
+
 std::string_view route_name(Route route) {
   switch (route) {
     case Route::kHealth: return "healthz";

@@ -34,6 +34,18 @@ Route route_for(const Request& request);
 // "call", "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 
+// The largest body a request to `route` may carry, and what to say when one is larger. Only the
+// uploads (POST /v1/vad, /v1/transcribe) take --max-body-bytes, and only they count against
+// --max-uploads; a JSON request (POST /v1/tts) is text and its options; every other route needs
+// no body. So no route outside the upload gate buffers more than kMaxJsonBodyBytes per connection.
+inline constexpr std::size_t kMaxJsonBodyBytes = 256 << 10;  // a 20 000-byte text escaped, and options
+inline constexpr std::size_t kMaxOtherBodyBytes = 8 << 10;
+struct BodyLimit {
+  std::size_t bytes;
+  std::string_view why;  // e.g. "--max-body-bytes"
+};
+BodyLimit body_limit(Route route, const ServerLimits& limits);
+
 // A JSON error answer for `request` (keep-alive as the request asks).
 Response error_response(const Request& request, boost::beast::http::status status, std::string_view code,
                         std::string_view message);

@@ -10,6 +10,7 @@
 #include "brisvox/error.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
+#include "server/peer_json.h"
 
 namespace brisvox::server {
 namespace {
@@ -77,13 +78,12 @@ bool voice_matches(std::string_view requested, const TtsVoice& voice) {
 }
 
 TtsHttpRequest parse_tts_body(std::string_view body) {
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::exception& e) {
+  PeerJson parsed = parse_peer_json(body);
+  if (!parsed.error.empty()) {
     fail(fmt::format("the body is not valid JSON (UTF-8): {}; send an object such as {{\"text\": \"Hello.\"}}",
-                     e.what()));
+                     parsed.error));
   }
+  const Json j = std::move(parsed.value);
   if (!j.is_object()) fail("the body must be a JSON object such as {\"text\": \"Hello.\"}");
   TtsHttpRequest r;
   bool has_text = false;
@@ -162,10 +162,8 @@ TtsOptions parse_tts_query(std::string_view query) {
 
 TtsMessage parse_tts_message(std::string_view json_text) {
   TtsMessage m;
-  Json j;
-  try {
-    j = Json::parse(json_text);
-  } catch (const Json::exception&) {
+  const Json j = parse_peer_json(json_text).value;
+  if (j.is_discarded()) {
     m.error = "a message must be JSON: {\"type\":\"speak\",\"text\":\"...\"}, {\"type\":\"cancel\"} or {\"type\":\"close\"}";
     return m;
   }

@@ -97,6 +97,27 @@ TEST(PiperBadInput, BadRequestOptions) {
   expect_error([&] { tts.start(r); }, ErrorCode::kInvalidArgument, "volume");
 }
 
+// Issue 35 D3: values inside the old ranges made one run take gigabytes (noise_w_scale 4: 6.2 GB,
+// >= 5: ONNX Runtime asked for up to 364 GB; length_scale 20 on 40 words: +1.7 GB).
+TEST(PiperBadInput, ScalesThatWouldTakeGigabytesAreRefused) {
+  PiperTts& tts = test::shared_piper();
+  PiperRequest r;
+  r.text = "Fine text.";
+  for (float w : {2.01f, 4.0f, 5.0f, 10.0f}) {
+    r.noise_w_scale = w;
+    expect_error([&] { tts.start(r); }, ErrorCode::kInvalidArgument, "noise_w_scale");
+  }
+  r.noise_w_scale = kPiperMaxNoiseWScale;
+  EXPECT_NO_THROW(tts.start(r));
+  r.noise_w_scale.reset();
+  for (float l : {4.01f, 10.0f, 20.0f}) {
+    r.length_scale = l;
+    expect_error([&] { tts.start(r); }, ErrorCode::kInvalidArgument, "length_scale");
+  }
+  r.length_scale = kPiperMaxLengthScale;
+  EXPECT_NO_THROW(tts.start(r));
+}
+
 TEST(PiperBadInput, SentenceLongerThanOneRunIsRefusedWholeInStart) {
   PiperTtsConfig c;
   c.model_path = test::piper_voice_path();

@@ -41,6 +41,12 @@
 namespace brisvox {
 
 inline constexpr std::size_t kPiperDefaultMaxTextBytes = 20000;
+// The scales a request may ask for: the lengthening ones bounded by the memory a run takes
+// (check_piper_options).
+inline constexpr float kPiperMaxNoiseScale = 10.0f;
+inline constexpr float kPiperMaxNoiseWScale = 2.0f;
+inline constexpr float kPiperMinLengthScale = 0.05f;
+inline constexpr float kPiperMaxLengthScale = 4.0f;
 
 // The session settings PiperTts uses by default: SessionConfig's (one thread, sequential) with
 // ONNX Runtime's CPU arena on. A VITS run allocates a few hundred MB of intermediates whose sizes

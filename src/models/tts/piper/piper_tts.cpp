@@ -159,13 +159,20 @@ std::size_t first_clause_end(const PhonemeSentence& phonemes) {
 
 void check_piper_options(const PiperRequest& request, const PiperVoiceConfig& voice) {
   const PiperScales sc = scales_of(request, voice);
+  // One run's memory grows with the audio it makes (about 17 MB per second of it on
+  // en_US-joe-medium), and both of these lengthen it: length_scale in proportion, noise_w_scale
+  // as the exponent of the durations' noise. Measured on a 37-word sentence (docs/RELIABILITY.md,
+  // D3): noise_w_scale 2 gives at most 1.4x the default's audio, 2.5 gave 8x and 3 or more
+  // gigabytes; length_scale 4 takes 0.8 GB, 10 took 1.6 GB. noise_scale changes no length.
   if (!std::isfinite(sc.noise_scale) || !std::isfinite(sc.length_scale) || !std::isfinite(sc.noise_w_scale) ||
-      sc.noise_scale < 0.0f || sc.noise_scale > 10.0f || sc.noise_w_scale < 0.0f || sc.noise_w_scale > 10.0f ||
-      sc.length_scale < 0.05f || sc.length_scale > 20.0f) {
+      sc.noise_scale < 0.0f || sc.noise_scale > kPiperMaxNoiseScale || sc.noise_w_scale < 0.0f ||
+      sc.noise_w_scale > kPiperMaxNoiseWScale || sc.length_scale < kPiperMinLengthScale ||
+      sc.length_scale > kPiperMaxLengthScale) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("scales out of range: noise_scale {} and noise_w_scale {} must be 0 to 10, length_scale {} "
-                            "0.05 to 20",
-                            sc.noise_scale, sc.noise_w_scale, sc.length_scale));
+                fmt::format("scales out of range: noise_scale {} must be 0 to {}, noise_w_scale {} 0 to {} and "
+                            "length_scale {} {} to {}",
+                            sc.noise_scale, kPiperMaxNoiseScale, sc.noise_w_scale, kPiperMaxNoiseWScale,
+                            sc.length_scale, kPiperMinLengthScale, kPiperMaxLengthScale));
   }
   if (request.speaker_id && (*request.speaker_id < 0 || *request.speaker_id >= voice.num_speakers)) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("speaker_id {} is outside [0, {}) for voice '{}'",

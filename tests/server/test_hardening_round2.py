@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""Regression tests of the second hostile test's defects (issue 35) against `brisvox serve` on
+loopback; docs/RELIABILITY.md ("Hardening, round two") lists each defect with its test. D6 (the
+configuration loader) is in test_config_file.py, the JSON depth bound's unit tests in
+peer_json_test.cpp.
+
+Raw sockets, as in test_hardening.py (its helpers are used here), against a server without a voice
+and small limits: about 5 s.
+
+  /usr/bin/python3 tests/server/test_hardening_round2.py --brisvox build/release/brisvox [--only NAME ...]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from serve_process import Server, run_tests  # noqa: E402
+from test_hardening import TOKEN, MIB, connect, error_code, get, read_response  # noqa: E402
+
+args = None
+servers = []
+
+
+def post_head(server, path, length, extra=""):
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {length}\r\n{extra}\r\n").encode()
+
+
+def healthz_ms(server):
+    t0 = time.monotonic()
+    r = get(server, "/healthz")
+    assert r and r[0] == 200, r
+    return (time.monotonic() - t0) * 1000
+
+
+def server(*extra):
+    s = Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-uploads", "2", *extra)
+    servers.append(s)
+    return s
+
+
+# --- D1: a JSON nesting bomb on POST /v1/tts -----------------------------------------------------
+
+def test_d1_tts_json_bomb():
+    """64 MiB of '[' to POST /v1/tts (a server without a voice, as in the report): refused from its
+    head (413), and the largest body the route takes, all '[', is refused at the ninth bracket
+    (400) with /healthz answering at once and RSS where it was (it went 37 MiB -> 4.2 GiB)."""
+    s = server()
+    rss0 = s.rss_bytes()
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/tts", 64 * MIB))
+    r = read_response(sock)
+    sock.close()
+    assert r[0] == 413 and error_code(r) == "payload_too_large", r
+    assert b"262144 bytes" in r[2], r[2]
+    body = b"[" * (256 << 10)
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/tts", len(body)) + body)
+    r = read_response(sock)
+    sock.close()
+    assert r[0] == 400 and b"nested deeper than 8" in r[2], r
+    assert healthz_ms(s) < 1000
+    grown = (s.rss_bytes() - rss0) / MIB
+    assert grown < 32, f"RSS grew {grown:.0f} MiB"
+
+
+# --- D2: bodies outside the upload gate ----------------------------------------------------------
+
+def test_d2_bodies_outside_the_upload_gate():
+    """16 bodies of 64 MiB - 1 held one byte short on /v1/tts, /healthz or an unknown path held
+    +1 GiB with the uploads gauge at 0: every such head is now answered 413 before its body is
+    read, and a body over a route's own limit sent without Content-Length (chunked) too."""
+    s = server()
+    rss0 = s.rss_bytes()
+    for path, limit in (("/v1/tts", 256 << 10), ("/healthz", 8 << 10), ("/no/such/path", 8 << 10)):
+        socks = []
+        for _ in range(6):
+            sock = connect(s)
+            sock.sendall(post_head(s, path, 64 * MIB - 1))
+            socks.append(sock)
+        for sock in socks:
+            r = read_response(sock)
+            assert r[0] == 413 and error_code(r) == "payload_too_large", (path, r)
+            assert f"{limit} bytes".encode() in r[2], (path, r[2])
+            sock.close()
+        # Chunked: no length to refuse from; the parser's limit stops it at the route's size.
+        sock = connect(s)
+        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"Transfer-Encoding: chunked\r\n\r\n").encode()
+        chunk = b"%x\r\n" % (64 << 10) + b"x" * (64 << 10) + b"\r\n"
+        sock.sendall(head)
+        try:
+            for _ in range(8):
+                sock.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        r = read_response(sock)
+        assert r[0] == 413, (path, r)
+        sock.close()
+    grown = (s.rss_bytes() - rss0) / MIB
+    assert grown < 32, f"RSS grew {grown:.0f} MiB"
+    # The uploads keep their own limit.
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/vad", 10 * MIB).replace(b"application/json", b"audio/wav"))
+    sock.settimeout(0.5)
+    try:
+        early = sock.recv(100)
+    except TimeoutError:
+        early = b""
+    assert early == b"", f"an upload under --max-body-bytes was answered before its body: {early!r}"
+    sock.close()
+
+
+TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate]
+
+
+def main():
+    global args
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--brisvox", required=True)
+    ap.add_argument("--only", action="append", help="run only tests whose name contains this")
+    args = ap.parse_args()
+    selected = [(t.__name__, t) for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
+    failures = run_tests(selected, servers, test_timeout=60)
+    print(f"{len(selected) - len(failures)} of {len(selected)} passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
