@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include <boost/asio/dispatch.hpp>
@@ -36,8 +38,12 @@ namespace {
 constexpr std::size_t kHeaderLimit = 16 << 10;
 constexpr std::size_t kLingerBytes = std::size_t{256} << 20;
 constexpr auto kLingerTime = std::chrono::milliseconds(5000);
-// A connection refused at once (too many connections) lingers only long enough for its answer.
-constexpr auto kRefusalLinger = std::chrono::milliseconds(1000);
+// A connection refused at once (too many connections) lingers only long enough for its answer,
+// reading into a small buffer, and only while few others do: a flood of connections over the caps
+// must cost a descriptor for a moment each, not a second and 64 KiB (issue 35 D7).
+constexpr auto kRefusalLinger = std::chrono::milliseconds(250);
+constexpr std::size_t kRefusalDiscardBytes = 512;
+constexpr int kMaxLingeringRefusals = 32;
 // Beast's own timer on the socket: a backstop behind the request deadline (it closes without
 // an answer).
 constexpr auto kBackstop = std::chrono::seconds(5);
@@ -486,7 +492,17 @@ void HttpSession::on_sent(bool close_after, beast::error_code ec) {
   } else if (close_after) {
     deadline_.cancel();
     ++request_number_;
-    linger(slot_.refused() != ConnectionLimiter::Refusal::kNone ? kRefusalLinger : kLingerTime);
+    if (slot_.refused() == ConnectionLimiter::Refusal::kNone) {
+      linger(kLingerTime);
+    } else if (ctx_.refusals_lingering.fetch_add(1) < kMaxLingeringRefusals) {
+      lingering_refusal_ = true;
+      discard_.resize(kRefusalDiscardBytes);
+      stream_.expires_after(kRefusalLinger);
+      linger(kRefusalLinger);
+    } else {
+      ctx_.refusals_lingering.fetch_sub(1);
+      close();  // enough refusals linger already: this one's answer is written, the client may miss it
+    }
   } else {
     read_request();
   }
@@ -511,6 +527,7 @@ void HttpSession::linger(std::chrono::milliseconds time) {
 }
 
 void HttpSession::close() {
+  if (std::exchange(lingering_refusal_, false)) ctx_.refusals_lingering.fetch_sub(1);
   deadline_.cancel();
   ++request_number_;
   upload_.reset();

@@ -80,6 +80,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::shared_ptr<Response> response_;  // kept alive while it is written
   boost::beast::http::response<boost::beast::http::empty_body> continue_;
   std::vector<char> discard_;
+  bool lingering_refusal_ = false;  // counted in ctx.refusals_lingering until close()
   std::size_t discarded_ = 0;
 };
 

@@ -38,14 +38,31 @@ constexpr long long kReservedFds = 64;
 ServerConfig fit_open_file_limit(ServerConfig config) {
   set_log_timestamps(config.log_timestamps);  // before the first line this server logs
   set_log_format(config.log_format);
-  const long limit = raise_open_file_limit();
-  if (limit < 0) return config;
-  const long long room = static_cast<long long>(limit) - kReservedFds - config.limits.max_streams;
-  const int fit = static_cast<int>(std::clamp<long long>(room, 16, 1000000));
-  if (config.limits.max_connections > fit) {
-    log_server("open-file limit {}: --max-connections lowered from {} to {} (room for --max-streams {})", limit,
-               config.limits.max_connections, fit, config.limits.max_streams);
-    config.limits.max_connections = fit;
+  ServerLimits& l = config.limits;
+  if (const long limit = raise_open_file_limit(); limit >= 0) {
+    // Streams first: each holds a descriptor, and at least 16 connections must fit beside them.
+    const long long stream_room = static_cast<long long>(limit) - kReservedFds - 16;
+    if (l.max_streams > stream_room) {
+      const int fit = static_cast<int>(std::max<long long>(1, stream_room));
+      log_server("open-file limit {}: --max-streams lowered from {} to {}", limit, l.max_streams, fit);
+      l.max_streams = fit;
+    }
+    const long long room = static_cast<long long>(limit) - kReservedFds - l.max_streams;
+    const int fit = static_cast<int>(std::clamp<long long>(room, 16, 1000000));
+    if (l.max_connections > fit) {
+      log_server("open-file limit {}: --max-connections lowered from {} to {} (room for --max-streams {})", limit,
+                 l.max_connections, fit, l.max_streams);
+      l.max_connections = fit;
+    }
+  }
+  // One address may not hold every connection (issue 35 D7: with --max-connections 16 and the
+  // default 256 per client, 16 idle connections from one address locked everyone out).
+  if (l.max_connections_per_client > l.max_connections) {
+    const int share = std::max(1, l.max_connections / 4);
+    log_server("--max-connections-per-client {} is above --max-connections {}: lowered to {} (a quarter), so that "
+               "one address cannot take every connection",
+               l.max_connections_per_client, l.max_connections, share);
+    l.max_connections_per_client = share;
   }
   return config;
 }

@@ -46,6 +46,9 @@ struct ServerContext {
   std::atomic<std::uint64_t> next_session_id{1};
   std::atomic<int> streams_open{0};  // WebSocket sessions admitted (limits.max_streams)
   std::atomic<int> jobs_in_flight{0};
+  // Refused connections still open so that their 503 is read (HttpSession::linger): bounded, as
+  // they hold a descriptor and no slot.
+  std::atomic<int> refusals_lingering{0};
   std::atomic<bool> draining{false};  // SIGINT/SIGTERM: no new streams or requests
   std::atomic<bool> aborting{false};  // the drain deadline passed: jobs give up
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

@@ -7,20 +7,22 @@ peer_json_test.cpp.
 Raw sockets, as in test_hardening.py (its helpers are used here), against a server without a voice
 and small limits: about 5 s.
 
-  /usr/bin/python3 tests/server/test_hardening_round2.py --brisvox build/release/brisvox [--only NAME ...]
+  /usr/bin/python3 tests/server/test_hardening_round2.py --brisvox build/release/brisvox \
+      [--voice en_US-joe-medium] [--only NAME ...]
 """
 import argparse
-import json
+import asyncio
 import os
+import resource
 import sys
-import tempfile
-import threading
 import time
+
+import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server, run_tests  # noqa: E402
-from test_hardening import TOKEN, MIB, connect, error_code, get, read_response  # noqa: E402
+from serve_process import Server, run_tests, wait_line  # noqa: E402
+from test_hardening import TOKEN, MIB, connect, error_code, get, read_response, request  # noqa: E402
 
 args = None
 servers = []
@@ -116,13 +118,97 @@ def test_d2_bodies_outside_the_upload_gate():
     sock.close()
 
 
-TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate]
+# --- D5: error replies to a client that never reads ----------------------------------------------
+
+def test_d5_error_replies_bounded():
+    """Bad one-byte messages on WebSocket /v1/tts from a client that never reads: each error reply
+    waits in the connection's one bounded send queue, and when it is full the client is dropped as
+    a slow reader (RSS went 183 -> 836 MiB before the drop)."""
+    if not args.voice:
+        print("    no --voice: skipped")
+        return
+    s = server("--tts-voice", args.voice, "--tts-workers", "1")
+    rss0 = s.rss_bytes()
+
+    async def flood():
+        ws = await websockets.connect(f"ws://127.0.0.1:{s.port}/v1/tts?token={TOKEN}", max_queue=1, max_size=None)
+        sent = 0
+        try:
+            while sent < 2_000_000:
+                await asyncio.wait_for(ws.send("x"), 5)
+                sent += 1
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        return sent
+    sent = asyncio.run(flood())
+    assert sent < 2_000_000, "the server never dropped a client that does not read"
+    wait_line(s, r"reads too slowly", timeout=5)
+    grown = (s.rss_bytes() - rss0) / MIB
+    assert grown < 32, f"RSS grew {grown:.0f} MiB"
+
+
+# --- D7: cheap refusals, and no address holding every connection -----------------------------------
+
+def open_fds(s):
+    return len(os.listdir(f"/proc/{s.pid()}/fd"))
+
+
+def test_d7_per_client_cap_within_the_total():
+    """--max-connections 16 alone (per client: the default 256): one address gets a quarter, and
+    another address still gets in while it holds them."""
+    s = server("--max-connections", "16")
+    wait_line(s, r"--max-connections-per-client 256 is above --max-connections 16: lowered to 4")
+    held = [connect(s) for _ in range(4)]
+    time.sleep(0.2)
+    extra = connect(s)
+    r = read_response(extra, timeout=3)
+    extra.close()
+    assert r is not None and r[0] == 503 and error_code(r) == "too_many_connections", r
+    r = request(s, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nConnection: close\r\n\r\n".encode(),
+                source="127.0.0.2")
+    assert r[0] == 200, r
+    for sock in held:
+        sock.close()
+
+
+def test_d7_refusals_are_cheap():
+    """600 connections over the cap, held open by the client: each refusal used to linger a second
+    with a 64 KiB buffer and a descriptor (8000 in 1.2 s: RSS 38 -> 413 MiB, then accept failures);
+    now at most 32 linger, a quarter of a second, on 512 bytes."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 2048:
+        print(f"    hard open-file limit {hard}: skipped")
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    s = server("--max-connections", "4", "--max-connections-per-client", "4")
+    held = [connect(s) for _ in range(4)]
+    time.sleep(0.2)
+    fds0, rss0 = open_fds(s), s.rss_bytes()
+    flood, peak = [], 0
+    for i in range(600):
+        flood.append(connect(s))
+        if i % 50 == 49:
+            peak = max(peak, open_fds(s) - fds0)
+    peak = max(peak, open_fds(s) - fds0)
+    grown = (s.rss_bytes() - rss0) / MIB
+    for sock in flood + held:
+        sock.close()
+    assert peak <= 32 + 8, f"{peak} more descriptors open during the flood (at most 32 lingering refusals)"
+    assert grown < 16, f"RSS grew {grown:.0f} MiB"
+    assert not any("accept failed" in line for line in s.lines), "\n".join(s.lines[-5:])
+    r = get(s, "/healthz")
+    assert r[0] == 200, r
+
+
+TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate, test_d5_error_replies_bounded,
+         test_d7_per_client_cap_within_the_total, test_d7_refusals_are_cheap]
 
 
 def main():
     global args
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brisvox", required=True)
+    ap.add_argument("--voice", help="a Piper voice for the /v1/tts tests (skipped without)")
     ap.add_argument("--only", action="append", help="run only tests whose name contains this")
     args = ap.parse_args()
     selected = [(t.__name__, t) for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
