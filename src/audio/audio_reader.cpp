@@ -200,6 +200,13 @@ struct AudioReader::Impl {
     return done;
   }
 
+  void check_rate(int min_hz) const {
+    if (min_hz > 0 && sample_rate_hz < min_hz) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("'{}' is audio at {} Hz: the rate must be at least {} Hz", name, sample_rate_hz, min_hz));
+    }
+  }
+
   void set_limit(double limit_s) {
     max_duration_s = limit_s;
     const double max_frames_d = limit_s > 0 ? limit_s * sample_rate_hz : 0.0;
@@ -439,6 +446,7 @@ AudioReader AudioReader::open(const std::string& path, const AudioReadOptions& o
     if (!impl->regular) impl->slurp();
     impl->open_container();
   }
+  impl->check_rate(options.min_sample_rate_hz);
   impl->set_limit(options.max_duration_s);
   return AudioReader(std::move(impl));
 }
@@ -456,6 +464,7 @@ AudioReader AudioReader::open_memory(std::span<const std::byte> bytes, const std
   } else {
     impl->open_container();
   }
+  impl->check_rate(options.min_sample_rate_hz);
   impl->set_limit(options.max_duration_s);
   return AudioReader(std::move(impl));
 }

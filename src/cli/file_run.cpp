@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -123,7 +125,9 @@ int run_files(std::string_view command, Engine& engine, const FileOptions& o, co
       if (r.error) throw *r.error;
       if (o.output_dir.empty()) {
         writer.write(stdout, r);
-        std::fflush(stdout);
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+          throw Error(ErrorCode::kIo, fmt::format("cannot write the result to standard output: {}", std::strerror(errno)));
+        }
       } else {
         if (!out || out_file != r.file) {
           const auto out_path = std::filesystem::path(o.output_dir) / output_name(r.file, writer.extension);
@@ -133,7 +137,9 @@ int run_files(std::string_view command, Engine& engine, const FileOptions& o, co
           if (writer.header) writer.header(out.get());
         }
         writer.write(out.get(), r);
-        std::fflush(out.get());
+        if (std::fflush(out.get()) != 0 || std::ferror(out.get())) {
+          throw Error(ErrorCode::kIo, fmt::format("cannot write '{}': {}", out_file, std::strerror(errno)));
+        }
       }
     } catch (const Error& e) {
       const std::string channel = r.channel >= 0 ? fmt::format(" (channel {})", r.channel) : std::string();

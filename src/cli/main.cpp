@@ -1,7 +1,9 @@
 // brisvox: speech detection from the command line.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "brisvox/error.h"
@@ -65,7 +67,15 @@ int main(int argc, char** argv) {
   }
   for (CLI::App* sub : app.get_subcommands()) {
     try {
-      return commands.at(sub)();
+      const int status = commands.at(sub)();
+      // Output that never reached its file (a full disk, `> /dev/full`) is a failure, whatever
+      // the command printed: a script must not read an empty result as success.
+      if (status == cli::kExitOk && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
+        std::fprintf(stderr, "brisvox %s: error [io]: cannot write to standard output: %s\n", sub->get_name().c_str(),
+                     std::strerror(errno));
+        return cli::kExitInputFailed;
+      }
+      return status;
     } catch (const Error& e) {
       std::fprintf(stderr, "brisvox %s: error [%s]: %s\n", sub->get_name().c_str(),
                    std::string(to_string(e.code())).c_str(), e.what());

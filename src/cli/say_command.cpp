@@ -45,15 +45,24 @@ std::string read_text(const SayOptions& o) {
     if (o.text.empty()) throw Error(ErrorCode::kInvalidArgument, "no text: give TEXT or --text-file FILE (- for stdin)");
     return o.text;
   }
-  std::ostringstream buf;
-  if (o.text_file == "-") {
-    buf << std::cin.rdbuf();
-  } else {
-    std::ifstream in(o.text_file, std::ios::binary);
-    if (!in) throw Error(ErrorCode::kIo, fmt::format("cannot open text file '{}'", o.text_file));
-    buf << in.rdbuf();
+  // At most one byte past the limit is read: /dev/zero or a huge file is refused, not read whole.
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (o.text_file != "-") {
+    file.open(o.text_file, std::ios::binary);
+    if (!file) throw Error(ErrorCode::kIo, fmt::format("cannot open text file '{}'", o.text_file));
+    in = &file;
   }
-  return buf.str();
+  std::string text(kPiperDefaultMaxTextBytes + 1, '\0');
+  in->read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in->gcount()));
+  if (text.size() > kPiperDefaultMaxTextBytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the text of '{}' is longer than {} bytes, the limit of one request; split it into "
+                            "several files",
+                            o.text_file, kPiperDefaultMaxTextBytes));
+  }
+  return text;
 }
 
 bool ends_with(const std::string& s, const char* suffix) {

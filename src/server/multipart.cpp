@@ -111,8 +111,15 @@ FormFile form_field(std::string_view body, std::string_view content_type, std::s
     names.push_back(*name);
     pos = data_end + 2;
   }
+  // The error quotes the client's own field names: a few of them, each cut short, never the
+  // whole form (a 20 MB form of names made a 20 MB error).
+  constexpr std::size_t kShownNames = 8, kShownChars = 40;
   std::string there;
-  for (const std::string& n : names) there += (there.empty() ? "'" : ", '") + n + "'";
+  for (std::size_t i = 0; i < names.size() && i < kShownNames; ++i) {
+    const std::string& n = names[i];
+    there += (there.empty() ? "'" : ", '") + (n.size() > kShownChars ? n.substr(0, kShownChars) + "..." : n) + "'";
+  }
+  if (names.size() > kShownNames) there += fmt::format(" and {} more", names.size() - kShownNames);
   fail(fmt::format("it has no field '{}' (fields: {})", field, there.empty() ? std::string("none") : there));
 }
 

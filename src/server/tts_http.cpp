@@ -12,9 +12,11 @@
 #include "brisvox/audio/pcm.h"
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
+#include "server/query_params.h"
 #include "server/request_tag.h"
 #include "server/server_log.h"
 #include "server/tts_admission.h"
+#include "server/tts_params.h"
 
 namespace brisvox::server {
 
@@ -42,6 +44,7 @@ Response TtsHttpExchange::json_error(int status, std::string_view code, std::str
 void TtsHttpExchange::start() {
   self_ = shared_from_this();
   try {
+    check_tts_post_query(target_query(to_sv(request_.target())));
     params_ = parse_tts_body(request_.body());
   } catch (const Error& e) {
     answer(json_error(400, "bad_request", e.what()), true);

@@ -143,6 +143,18 @@ bool parse_voice_setting(const std::string& key, const std::string& value, TtsOp
   return true;
 }
 
+void check_tts_post_query(std::string_view query) {
+  for (const auto& [key, value] : parse_query_string(query)) {
+    if (key == "tag") {
+      parse_tag(value);
+    } else if (key != "token") {
+      fail(fmt::format("unknown query key '{}': POST /v1/tts takes its options in the JSON body; its query may "
+                       "carry only tag and token",
+                       key));
+    }
+  }
+}
+
 TtsOptions parse_tts_query(std::string_view query) {
   TtsOptions o;
   for (const auto& [key, value] : parse_query_string(query)) {

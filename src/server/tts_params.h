@@ -44,6 +44,9 @@ TtsHttpRequest parse_tts_body(std::string_view body);
 // WebSocket /v1/tts?voice=&sample_rate=&length_scale=&noise_scale=&noise_w_scale=&speaker_id=
 // &volume=&fast_start=1|0&tag= (and token=, checked elsewhere).
 TtsOptions parse_tts_query(std::string_view query);
+// POST /v1/tts's query: only `tag` (checked as everywhere) and `token`; its options are in the body.
+// Throws Error(kInvalidArgument).
+void check_tts_post_query(std::string_view query);
 // One query key of a voice's settings (voice, length_scale, noise_scale, noise_w_scale,
 // speaker_id, volume, fast_start) into `o`: false when `key` is none of them (/v1/call shares
 // them). Error(kInvalidArgument) naming the key for a bad value.

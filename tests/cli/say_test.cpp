@@ -121,6 +121,26 @@ TEST(CliSay, BadInputIsAUsageErrorNamingTheProblem) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.wav")));
 }
 
+// Issue 35: /dev/zero was read whole (then bad_alloc) before the 20 000-byte limit was checked.
+TEST(CliSay, AHugeTextFileIsRefusedWithoutReadingItWhole) {
+  TempDir dir;
+  const ProcessResult r = brisvox_say({"say", "-o", dir.file("x.wav"), "--text-file", "/dev/zero"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("longer than 20000 bytes"), std::string::npos) << r.describe();
+  EXPECT_LT(r.max_rss_kib, 1 << 20) << r.describe();
+}
+
+// Issue 35: `brisvox vad x.wav > /dev/full` exited 0 with nothing written.
+TEST(CliOutput, AFullStandardOutputIsAFailure) {
+  for (const char* command : {"vad", "voices"}) {
+    std::string line = std::string("exec '") + BRISVOX_CLI_PATH + "' " + command;
+    if (std::string(command) == "vad") line += " '" + sample_wav() + "'";
+    const ProcessResult r = run_process({"sh", "-c", line + " > /dev/full"});
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.describe();
+    EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << command << ": " << r.describe();
+  }
+}
+
 TEST(CliVoices, ListsTheBundledVoice) {
   ProcessResult r = brisvox_say({"voices"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

@@ -81,5 +81,18 @@ TEST(Multipart, ErrorsSayWhatIsWrongAndHowToSendIt) {
   EXPECT_NE(e.find("headers do not end"), std::string::npos) << e;
 }
 
+// Issue 35: the error listed every field name, so a 20 MB form of names made a 20 MB error.
+TEST(Multipart, TheMissingFieldErrorStaysSmallWhateverTheForm) {
+  std::string body;
+  for (int i = 0; i < 20000; ++i) {
+    body += "--b\r\nContent-Disposition: form-data; name=\"" + std::string(500, 'n') + std::to_string(i) +
+            "\"\r\n\r\nx\r\n";
+  }
+  body += "--b--\r\n";
+  const std::string e = error_of(body, "multipart/form-data; boundary=b");
+  EXPECT_LT(e.size(), 1000u) << e.substr(0, 200);
+  EXPECT_NE(e.find("and 19992 more"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace brisvox::server

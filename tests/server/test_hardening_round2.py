@@ -12,10 +12,13 @@ and small limits: about 5 s.
 """
 import argparse
 import asyncio
+import json
 import os
 import resource
 import sys
+import tempfile
 import time
+import wave
 
 import websockets
 
@@ -26,6 +29,7 @@ from test_hardening import TOKEN, MIB, connect, error_code, get, read_response, 
 
 args = None
 servers = []
+tmp = tempfile.TemporaryDirectory(prefix="brisvox-hardening2-")
 
 
 def post_head(server, path, length, extra=""):
@@ -66,8 +70,10 @@ def test_d1_tts_json_bomb():
     r = read_response(sock)
     sock.close()
     assert r[0] == 400 and b"nested deeper than 8" in r[2], r
-    assert healthz_ms(s) < 1000
+    ms = healthz_ms(s)
     grown = (s.rss_bytes() - rss0) / MIB
+    print(f"    /healthz after the bomb: {ms:.1f} ms; RSS +{grown:.1f} MiB")
+    assert ms < 1000
     assert grown < 32, f"RSS grew {grown:.0f} MiB"
 
 
@@ -105,6 +111,7 @@ def test_d2_bodies_outside_the_upload_gate():
         assert r[0] == 413, (path, r)
         sock.close()
     grown = (s.rss_bytes() - rss0) / MIB
+    print(f"    18 bodies of 64 MiB - 1 and 3 chunked ones refused: RSS +{grown:.1f} MiB")
     assert grown < 32, f"RSS grew {grown:.0f} MiB"
     # The uploads keep their own limit.
     sock = connect(s)
@@ -144,6 +151,7 @@ def test_d5_error_replies_bounded():
     assert sent < 2_000_000, "the server never dropped a client that does not read"
     wait_line(s, r"reads too slowly", timeout=5)
     grown = (s.rss_bytes() - rss0) / MIB
+    print(f"    dropped after {sent} bad messages; RSS +{grown:.1f} MiB")
     assert grown < 32, f"RSS grew {grown:.0f} MiB"
 
 
@@ -193,6 +201,7 @@ def test_d7_refusals_are_cheap():
     grown = (s.rss_bytes() - rss0) / MIB
     for sock in flood + held:
         sock.close()
+    print(f"    600 refused connections held open: at most {peak} more descriptors, RSS +{grown:.1f} MiB")
     assert peak <= 32 + 8, f"{peak} more descriptors open during the flood (at most 32 lingering refusals)"
     assert grown < 16, f"RSS grew {grown:.0f} MiB"
     assert not any("accept failed" in line for line in s.lines), "\n".join(s.lines[-5:])
@@ -200,8 +209,58 @@ def test_d7_refusals_are_cheap():
     assert r[0] == 200, r
 
 
+# --- minor defects ------------------------------------------------------------------------------
+
+def test_minor_tts_post_query_is_checked():
+    """POST /v1/tts took any query (`?tag=<script>` got 200): now its tag is checked as everywhere
+    and other keys are refused (the options go in the body)."""
+    s = server()
+    for query, wanted in (("?tag=%3Cscript%3E", b"query key 'tag'"), ("?length_scale=9", b"unknown query key")):
+        body = b'{"text":"Hi."}'
+        sock = connect(s)
+        sock.sendall(post_head(s, "/v1/tts" + query, len(body)) + body)
+        r = read_response(sock)
+        sock.close()
+        assert r[0] == 400 and wanted in r[2], (query, r)
+
+
+def test_minor_one_hz_wav_is_a_bad_request():
+    """A 1 Hz WAV whose declared duration passes --max-upload-seconds: 400 (the documented answer
+    to a rate the engine cannot take), not 413 audio_too_long."""
+    s = server()
+    path = os.path.join(tmp.name, "1hz.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(1)
+        w.writeframes(b"\0\0" * 4000)  # 4000 s at 1 Hz: over the default 3600
+    with open(path, "rb") as f:
+        body = f.read()
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/vad", len(body)).replace(b"application/json", b"audio/wav") + body)
+    r = read_response(sock)
+    sock.close()
+    assert r[0] == 400 and error_code(r) == "bad_request" and b"at least 1000 Hz" in r[2], r
+
+
+def test_minor_tts_errors_name_no_server_path():
+    """A request's error named the voice by its file path on the server."""
+    if not args.voice:
+        print("    no --voice: skipped")
+        return
+    s = server("--tts-voice", args.voice, "--tts-workers", "1")
+    body = b'{"text":"Hi.","speaker_id":3}'
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/tts", len(body)) + body)
+    r = read_response(sock, timeout=20)
+    sock.close()
+    assert r[0] == 400 and b"speaker_id 3" in r[2], r
+    assert b"/" not in json.loads(r[2])["error"]["message"].encode(), r[2]
+
+
 TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate, test_d5_error_replies_bounded,
-         test_d7_per_client_cap_within_the_total, test_d7_refusals_are_cheap]
+         test_d7_per_client_cap_within_the_total, test_d7_refusals_are_cheap, test_minor_tts_post_query_is_checked,
+         test_minor_one_hz_wav_is_a_bad_request, test_minor_tts_errors_name_no_server_path]
 
 
 def main():

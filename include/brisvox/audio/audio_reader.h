@@ -36,6 +36,9 @@ struct AudioReadOptions {
   // > 0: audio longer than this is refused with Error(kLimitExceeded) as soon as the header
   // declares it or decoding reaches it (a few KB of FLAC can hold hours). 0: no limit.
   double max_duration_s = 0;
+  // > 0: a file whose rate is below this is refused with Error(kInvalidArgument) before the
+  // duration limit is looked at (a 1 Hz WAV is a bad request, not audio too long).
+  int min_sample_rate_hz = 0;
 };
 
 // Whether load_audio / AudioReader::open read `path` as headerless PCM (by options.raw_encoding or

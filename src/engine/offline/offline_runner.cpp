@@ -170,8 +170,10 @@ void open_job(Engine& engine, Job& job, const OfflineInput& input, const Offline
                               options.channel));
     }
   } else {
-    job.reader = input.encoded.empty() ? AudioReader::open(input.name, options.read)
-                                       : AudioReader::open_memory(input.encoded, input.name, options.read);
+    AudioReadOptions read = options.read;
+    if (read.min_sample_rate_hz == 0) read.min_sample_rate_hz = StreamConfig::kMinSampleRateHz;
+    job.reader = input.encoded.empty() ? AudioReader::open(input.name, read)
+                                       : AudioReader::open_memory(input.encoded, input.name, read);
     job.sample_rate_hz = job.reader->sample_rate_hz();
     job.num_frames = job.reader->num_frames();
     const int num_channels = job.reader->num_channels();

@@ -175,8 +175,11 @@ void check_piper_options(const PiperRequest& request, const PiperVoiceConfig& vo
                             sc.length_scale, kPiperMinLengthScale, kPiperMaxLengthScale));
   }
   if (request.speaker_id && (*request.speaker_id < 0 || *request.speaker_id >= voice.num_speakers)) {
+    // A request's error reaches the client: the voice by its name, never the server's file path.
+    std::string name = std::filesystem::path(voice.config_path).filename().string();
+    if (const auto dot = name.find(".onnx"); dot != std::string::npos) name.resize(dot);
     throw Error(ErrorCode::kInvalidArgument, fmt::format("speaker_id {} is outside [0, {}) for voice '{}'",
-                                                         *request.speaker_id, voice.num_speakers, voice.config_path));
+                                                         *request.speaker_id, voice.num_speakers, name));
   }
   const int rate = request.output_rate_hz;
   if (rate != 0 && rate != voice.sample_rate_hz && rate != 8000 && rate != 16000 && rate != 24000 && rate != 48000) {
