@@ -15,6 +15,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "brisvox/error.h"
+#include "server/hangup_watch.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
 #include "server/access_policy.h"
@@ -368,11 +369,15 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
   }
   ctx_.jobs_in_flight.fetch_add(1);
   auto req = std::make_shared<Request>(std::move(request));
-  net::post(ctx_.jobs, [self = shared_from_this(), req, endpoint] {
+  // A client that leaves while its upload is decoded and run stops the work: its job thread and
+  // upload slot are free again at the next block (issue 35 D4).
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  hangup_ = HangupWatch::start(stream_.socket(), [gone] { gone->store(true, std::memory_order_relaxed); });
+  net::post(ctx_.jobs, [self = shared_from_this(), req, endpoint, gone] {
     HttpAnswer answer =
         run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(), target_query(to_sv(req->target())),
                           endpoint, self->ctx_.aborting, self->ctx_.config.limits.max_upload_s,
-                          to_sv((*req)[http::field::content_type]));
+                          to_sv((*req)[http::field::content_type]), gone.get());
     if (!answer.error_code.empty()) self->ctx_.metrics.count_error(answer.error_code);
     auto res = std::make_shared<Response>(static_cast<http::status>(answer.status), req->version());
     res->set(http::field::server, "brisvox/" BRISVOX_VERSION);
@@ -383,7 +388,10 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
     res->prepare_payload();
     add_cors_headers(self->ctx_, *req, *res);
     self->ctx_.jobs_in_flight.fetch_sub(1);
-    net::post(self->stream_.get_executor(), [self, res] { self->send(std::move(*res)); });
+    net::post(self->stream_.get_executor(), [self, res] {
+      if (self->hangup_) std::exchange(self->hangup_, nullptr)->stop();  // nothing else is pending on the socket
+      self->send(std::move(*res));
+    });
   });
 }
 

@@ -12,6 +12,7 @@
 #include "brisvox/audio/pcm.h"
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
+#include "server/hangup_watch.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
 #include "server/server_log.h"
@@ -74,6 +75,16 @@ void TtsHttpExchange::start() {
   registered_ = true;
   ctx_.jobs_in_flight.fetch_add(1);
   counted_ = true;
+  // A client that leaves before its answer stops the synthesis (a WAV of 20 000 characters would
+  // otherwise keep a worker for minutes, for nobody).
+  hangup_ = HangupWatch::start(stream_.socket(), [weak = weak_from_this()] {
+    if (auto self = weak.lock(); self && !self->done_) {
+      log_server("tts request {}: the client went away before its answer: the synthesis stops ({:.2f} s of audio made)",
+                 self->id_, static_cast<double>(self->samples_) / self->speech_.sample_rate_hz());
+      self->ctx_.metrics.count_error("client_gone");
+      self->answer(std::nullopt, false);
+    }
+  });
   pump();
 }
 
@@ -231,6 +242,7 @@ void TtsHttpExchange::on_written(beast::error_code ec) {
 void TtsHttpExchange::answer(std::optional<Response> response, bool keep_alive) {
   if (done_) return;
   done_ = true;
+  if (hangup_) hangup_->stop();  // no write is pending here: the answer is still to be written
   if (wakeup_) wakeup_->detach();
   speech_.close();
   Finish finish = std::move(finish_);

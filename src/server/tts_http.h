@@ -73,6 +73,7 @@ class TtsHttpExchange : public EngineListener, public Drainable, public std::ena
   TtsHttpRequest params_;
   bool streaming_ = false;  // format raw over HTTP/1.1: chunked
   std::shared_ptr<EngineWakeup> wakeup_;
+  std::shared_ptr<class HangupWatch> hangup_;  // the client leaving stops the synthesis
   Speech speech_;
   std::uint32_t utterance_ = 0;
   std::chrono::steady_clock::time_point accepted_;

@@ -58,7 +58,7 @@ std::string_view http_code_for(ErrorCode code) {
 
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
                              AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s,
-                             std::string_view content_type) {
+                             std::string_view content_type, const std::atomic<bool>* client_gone) {
   AudioRequest request;
   try {
     request = parse_audio_request(query, endpoint);
@@ -81,6 +81,7 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
     OfflineOptions options;
     options.stream = request.stream;
     options.abort = &abort;
+    options.cancel = client_gone;
     options.read.max_duration_s = max_duration_s;
     if (request.encoding_given) {
       options.read.raw_encoding = request.encoding;

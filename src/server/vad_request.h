@@ -28,7 +28,8 @@ struct HttpAnswer {
 };
 
 // `endpoint`: kVad answers the document of `brisvox vad --format json`, kTranscribe that of
-// `brisvox transcribe --format json`. `abort` set: give up (the server is stopping) with 503. The
+// `brisvox transcribe --format json`. `abort` set: give up (the server is stopping) with 503;
+// `client_gone` set: give up too (no one waits for the answer). The
 // decoded audio is counted in `metrics` (received, and rejected for what a failed request did not
 // feed).
 // max_duration_s: the longest decoded audio accepted (limits.max_upload_s); longer is 413
@@ -37,7 +38,7 @@ struct HttpAnswer {
 // the audio from the form field "file" (server/multipart.h), anything else is the audio itself.
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
                              AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s,
-                             std::string_view content_type = {});
+                             std::string_view content_type = {}, const std::atomic<bool>* client_gone = nullptr);
 
 // The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).
 int http_status_for(ErrorCode code);

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -123,6 +124,79 @@ def test_d2_bodies_outside_the_upload_gate():
         early = b""
     assert early == b"", f"an upload under --max-body-bytes was answered before its body: {early!r}"
     sock.close()
+
+
+# --- D4: work going on after the client left -------------------------------------------------------
+
+def tts_runs(s):
+    r = get(s, "/metrics")
+    m = re.search(rb'^brisvox_batches_total\{model="tts"\} (\d+)', r[2], re.M)
+    assert m, "no tts runs in /metrics"
+    return int(m.group(1))
+
+
+def test_d4_tts_stops_when_its_client_leaves():
+    """A POST /v1/tts (WAV) of many sentences whose client closes after 0.5 s: the synthesis stops
+    (it kept a worker for ~4 minutes), and the next request is not queued behind it."""
+    if not args.voice:
+        print("    no --voice: skipped")
+        return
+    s = server("--tts-voice", args.voice, "--tts-workers", "1")
+    text = " ".join(f"This is sentence number {i} of a reply nobody will hear." for i in range(300))
+    body = json.dumps({"text": text}).encode()
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/tts", len(body)) + body)
+    time.sleep(0.5)
+    sock.close()
+    wait_line(s, r"tts request \d+: the client went away before its answer", timeout=5)
+    runs = tts_runs(s)
+    time.sleep(3)
+    more = tts_runs(s) - runs
+    assert more <= 1, f"{more} more sentences synthesised after the client left (one may be in flight)"
+    t0 = time.monotonic()
+    short = b'{"text":"Hi."}'
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/tts", len(short)) + short)
+    r = read_response(sock, timeout=20)
+    sock.close()
+    print(f"    {runs} sentences of 300 made when the client left, {runs + more} 3 s later; the next request answered in "
+          f"{(time.monotonic() - t0) * 1000:.0f} ms")
+    assert r[0] == 200, r
+
+
+def metric(s, name):
+    m = re.search(rb"^" + name.encode() + rb" (\S+)$", get(s, "/metrics")[2], re.M)
+    assert m, f"no {name} in /metrics"
+    return float(m.group(1))
+
+
+def test_d4_upload_stops_when_its_client_leaves():
+    """An upload of 5 minutes of speech to /v1/transcribe whose client leaves once it is sent: the
+    job stops at its next block and the upload slot is free again at once (it was held until the
+    whole file had been transcribed, for nobody)."""
+    if not args.sample:
+        print("    no --sample: skipped")
+        return
+    s = server("--stt-model", "tiny.en-int8", "--max-upload-seconds", "600")
+    with wave.open(args.sample, "rb") as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    path = os.path.join(tmp.name, "long.wav")
+    with wave.open(path, "wb") as w:
+        w.setparams(params)
+        for _ in range(int(300 / (len(frames) / 2 / params.framerate)) + 1):
+            w.writeframes(frames)
+    with open(path, "rb") as f:
+        body = f.read()
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/transcribe", len(body)).replace(b"application/json", b"audio/wav") + body)
+    time.sleep(1.0)
+    assert metric(s, "brisvox_uploads_in_progress") == 1
+    sock.close()
+    t0 = time.monotonic()
+    while metric(s, "brisvox_uploads_in_progress") != 0:
+        assert time.monotonic() - t0 < 5, "the upload's slot is still held 5 s after its client left"
+        time.sleep(0.05)
+    print(f"    the slot was free {(time.monotonic() - t0) * 1000:.0f} ms after the client left")
 
 
 # --- D5: error replies to a client that never reads ----------------------------------------------
@@ -258,7 +332,8 @@ def test_minor_tts_errors_name_no_server_path():
     assert b"/" not in json.loads(r[2])["error"]["message"].encode(), r[2]
 
 
-TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate, test_d5_error_replies_bounded,
+TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate, test_d4_tts_stops_when_its_client_leaves,
+         test_d4_upload_stops_when_its_client_leaves, test_d5_error_replies_bounded,
          test_d7_per_client_cap_within_the_total, test_d7_refusals_are_cheap, test_minor_tts_post_query_is_checked,
          test_minor_one_hz_wav_is_a_bad_request, test_minor_tts_errors_name_no_server_path]
 
@@ -268,6 +343,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brisvox", required=True)
     ap.add_argument("--voice", help="a Piper voice for the /v1/tts tests (skipped without)")
+    ap.add_argument("--sample", help="a speech WAV for the upload tests (skipped without)")
     ap.add_argument("--only", action="append", help="run only tests whose name contains this")
     args = ap.parse_args()
     selected = [(t.__name__, t) for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]

@@ -78,6 +78,9 @@ struct OfflineOptions {
   std::size_t max_open = 64;       // streams in flight at once (a split recording: one per channel)
   // Set (by another thread): stop; the recordings not finished fail with Error(kClosed).
   const std::atomic<bool>* abort = nullptr;
+  // Set (by another thread): the caller no longer wants the results (its client went away): stop
+  // as with `abort`, with Error(kClosed) saying so.
+  const std::atomic<bool>* cancel = nullptr;
   // Channels of a multichannel recording: their mean (one result, channel -1) by default;
   // split_channels: one stream and one result per channel (a call: agent left, caller right),
   // reported in channel order; channel >= 0: that channel alone (kInvalidArgument for a

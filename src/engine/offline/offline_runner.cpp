@@ -245,13 +245,14 @@ void run_offline(Engine& engine, std::span<const OfflineInput> inputs, const Off
     p.fraction = inputs.empty() ? 1.0 : share / static_cast<double>(inputs.size());
     options.on_progress(p);
   };
-  auto aborted = [&] { return options.abort != nullptr && options.abort->load(std::memory_order_relaxed); };
+  auto set = [](const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); };
   while (next_input < inputs.size() || !active.empty()) {
-    if (aborted()) {
+    if (set(options.abort) || set(options.cancel)) {
+      const char* why = set(options.abort) ? "shutting down" : "the caller went away";
       for (auto& job : active) {
         std::vector<OfflineResult> results;
         for (Lane& lane : job->lanes) {
-          lane.result.error = Error(ErrorCode::kClosed, "stopped before the end of the recording (shutting down)");
+          lane.result.error = Error(ErrorCode::kClosed, fmt::format("stopped before the end of the recording ({})", why));
           results.push_back(std::move(lane.result));
         }
         finish(job->index, std::move(results), 0);
@@ -260,7 +261,7 @@ void run_offline(Engine& engine, std::span<const OfflineInput> inputs, const Off
       for (; next_input < inputs.size(); ++next_input) {
         OfflineResult r;
         r.file = inputs[next_input].name;
-        r.error = Error(ErrorCode::kClosed, "not started (shutting down)");
+        r.error = Error(ErrorCode::kClosed, fmt::format("not started ({})", why));
         std::vector<OfflineResult> results;
         results.push_back(std::move(r));
         finish(next_input, std::move(results), 0);
