@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "audio/container_format.h"
+#include "audio/ogg_end.h"
 #include "audio/riff_wave.h"
 #include "audio/virtual_sndfile.h"
 #include "brisvox/audio/resampler.h"
@@ -283,6 +284,11 @@ struct AudioReader::Impl {
                   fmt::format("audio file '{}' is not in a recognised format: brisvox reads {} files; for "
                               "headerless PCM give its encoding and sample rate",
                               name, audio::kSupportedContainers));
+    }
+    if (*container == audio::Container::kOgg) {
+      if (const auto problem = audio::ogg_end_problem(read_exactly, size_bytes)) {
+        throw Error(ErrorCode::kBadAudio, fmt::format("audio file '{}' is truncated or corrupt: {}", name, *problem));
+      }
     }
     std::vector<std::byte> head;
     audio::VirtualSndfile::ReadSome body = [this](std::uint64_t offset, void* buffer, std::size_t size) {

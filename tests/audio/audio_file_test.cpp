@@ -311,6 +311,26 @@ TEST_F(AudioFileTest, TruncatedFlacIsBadAudio) {
   expect_error([&] { load_audio(path("cut.flac")); }, ErrorCode::kBadAudio, path("cut.flac"));
 }
 
+// Issue 35: libsndfile read a cut Ogg as a shorter recording (a server answered 200).
+TEST_F(AudioFileTest, TruncatedOggIsBadAudio) {
+  const auto tone = sine_shorts(16000, 440.0, 3 * 16000, 0.5);
+  if (!write_shorts(path("full.ogg"), SF_FORMAT_OGG | SF_FORMAT_VORBIS, 16000, 1, tone)) {
+    GTEST_SKIP() << "this libsndfile cannot write Ogg Vorbis";
+  }
+  EXPECT_EQ(load_audio(path("full.ogg")).samples.size(), tone.size());
+  auto bytes = read_bytes(path("full.ogg"));
+  write_bytes(path("cut.ogg"), bytes.data(), bytes.size() * 2 / 3);
+  expect_error([&] { load_audio(path("cut.ogg")); }, ErrorCode::kBadAudio, "is truncated or corrupt: its last");
+  // Cut exactly after a complete page that is not the last: no end-of-stream flag.
+  std::size_t cut = 0;
+  for (std::size_t i = 4; i + 27 < bytes.size() * 2 / 3; ++i) {
+    if (std::memcmp(bytes.data() + i, "OggS", 4) == 0) cut = i;
+  }
+  ASSERT_GT(cut, 0u);
+  write_bytes(path("pages.ogg"), bytes.data(), cut);
+  expect_error([&] { load_audio(path("pages.ogg")); }, ErrorCode::kBadAudio, "does not end the stream");
+}
+
 TEST_F(AudioFileTest, GarbageIsUnsupportedAudio) {
   std::vector<unsigned char> garbage(2000);
   std::uint32_t x = 12345;
