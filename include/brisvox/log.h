@@ -14,6 +14,8 @@ void set_log_level(LogLevel level);
 LogLevel log_level();
 // Parses "trace|debug|info|warn|error|off"; throws Error(kInvalidArgument) otherwise.
 LogLevel parse_log_level(std::string_view name);
+// "trace", "debug", "info", "warn", "error" or "off".
+std::string_view log_level_name(LogLevel level);
 
 // Replaces the stderr sink (tests capture warnings this way). Pass nullptr to restore stderr.
 // The callback may be called from any thread, concurrently.

@@ -27,6 +27,8 @@ std::string_view level_name(LogLevel level) {
 
 }  // namespace
 
+std::string_view log_level_name(LogLevel level) { return level_name(level); }
+
 void set_log_level(LogLevel level) { g_level.store(level, std::memory_order_relaxed); }
 LogLevel log_level() { return g_level.load(std::memory_order_relaxed); }
 

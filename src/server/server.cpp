@@ -38,6 +38,7 @@ constexpr long long kReservedFds = 64;
 ServerConfig fit_open_file_limit(ServerConfig config) {
   set_log_timestamps(config.log_timestamps);  // before the first line this server logs
   set_log_format(config.log_format);
+  if (config.log_format == LogFormat::kJson) route_all_output_through_log();
   ServerLimits& l = config.limits;
   if (const long limit = raise_open_file_limit(); limit >= 0) {
     // Streams first: each holds a descriptor, and at least 16 connections must fit beside them.

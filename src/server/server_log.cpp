@@ -2,12 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <string>
+#include <thread>
+
+#include "brisvox/log.h"
 
 namespace brisvox::server {
 namespace {
@@ -61,13 +67,66 @@ std::string json_line(std::string_view message, std::initializer_list<LogField> 
 void set_log_timestamps(bool on) { timestamps.store(on); }
 void set_log_format(LogFormat f) { format.store(f); }
 
+namespace {
+
+std::atomic<std::FILE*> log_out{nullptr};  // stderr unless foreign output is captured
+
+// Lines other code writes to file descriptor 2 (libmpg123 inside libsndfile, ONNX Runtime), one
+// record each, until the process ends.
+void relay_foreign_lines(int fd) {
+  std::FILE* in = ::fdopen(fd, "r");
+  if (in == nullptr) return;
+  char* line = nullptr;
+  std::size_t capacity = 0;
+  ssize_t n = 0;
+  while ((n = ::getline(&line, &capacity, in)) > 0) {
+    std::string_view text(line, static_cast<std::size_t>(n));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    if (!text.empty()) log_record(text, {{"from", std::string_view("stderr")}});
+  }
+  std::free(line);
+  std::fclose(in);
+}
+
+}  // namespace
+
+void route_all_output_through_log() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The engine's own messages ("[brisvox warn] ...") become records with their level.
+    set_log_sink([](LogLevel level, std::string_view message) {
+      log_record(message, {{"level", log_level_name(level)}});
+    });
+    // Then fd 2 itself: the log keeps a copy of it, and what anyone else writes there arrives
+    // through a pipe, a line at a time.
+    const int real = ::dup(STDERR_FILENO);
+    int pipe_fds[2];
+    if (real < 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      if (real >= 0) ::close(real);
+      return;
+    }
+    std::FILE* out = ::fdopen(real, "w");
+    if (out == nullptr || ::dup2(pipe_fds[1], STDERR_FILENO) < 0) {
+      if (out != nullptr) std::fclose(out);
+      ::close(pipe_fds[0]);
+      ::close(pipe_fds[1]);
+      return;
+    }
+    ::close(pipe_fds[1]);
+    log_out.store(out);
+    std::thread(relay_foreign_lines, pipe_fds[0]).detach();
+  });
+}
+
 void log_record(std::string_view message, std::initializer_list<LogField> fields) {
   static std::mutex mu;
   const std::string line = format.load() == LogFormat::kJson ? json_line(message, fields) : text_line(message, fields);
+  std::FILE* out = log_out.load();
+  if (out == nullptr) out = stderr;
   std::lock_guard lock(mu);
-  std::fwrite(line.data(), 1, line.size(), stderr);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
+  std::fwrite(line.data(), 1, line.size(), out);
+  std::fputc('\n', out);
+  std::fflush(out);
 }
 
 }  // namespace brisvox::server

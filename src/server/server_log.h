@@ -32,6 +32,11 @@ inline void log_line(std::string_view line) { log_record(line, {}); }
 // always have their "time".
 void set_log_timestamps(bool on);
 void set_log_format(LogFormat format);
+// --log-format json: every line on stderr must be a record. The engine's messages become records
+// with their level, and what other code writes to file descriptor 2 (libmpg123 inside libsndfile
+// prints its warnings there) is read back through a pipe and logged a line at a time. Once per
+// process; stays for its lifetime.
+void route_all_output_through_log();
 
 template <typename... Args>
 void log_server(fmt::format_string<Args...> format, Args&&... args) {

@@ -332,10 +332,32 @@ def test_minor_tts_errors_name_no_server_path():
     assert b"/" not in json.loads(r[2])["error"]["message"].encode(), r[2]
 
 
+def test_minor_json_log_holds_only_records():
+    """--log-format json: libmpg123 (inside libsndfile) wrote its own lines into the log. Every line
+    is a JSON record now; theirs carry "from": "stderr"."""
+    s = server("--log-format", "json")
+    for garbage in (b"\xff\xfb\x90\x64" + bytes(range(256)) * 16, b"\xff\xe3" + bytes(100)):
+        sock = connect(s)
+        sock.sendall(post_head(s, "/v1/vad", len(garbage)).replace(b"application/json", b"audio/mpeg") + garbage)
+        r = read_response(sock)
+        sock.close()
+        assert r[0] == 400, r
+    s.terminate()
+    s.proc.wait(15)
+    records = []
+    for line in s.lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"not a JSON record: {line!r}")
+    assert any(r.get("from") == "stderr" for r in records), "libmpg123's lines did not come through as records"
+
+
 TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate, test_d4_tts_stops_when_its_client_leaves,
          test_d4_upload_stops_when_its_client_leaves, test_d5_error_replies_bounded,
          test_d7_per_client_cap_within_the_total, test_d7_refusals_are_cheap, test_minor_tts_post_query_is_checked,
-         test_minor_one_hz_wav_is_a_bad_request, test_minor_tts_errors_name_no_server_path]
+         test_minor_one_hz_wav_is_a_bad_request, test_minor_tts_errors_name_no_server_path,
+         test_minor_json_log_holds_only_records]
 
 
 def main():
