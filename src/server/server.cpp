@@ -40,6 +40,12 @@ ServerConfig fit_open_file_limit(ServerConfig config) {
   set_log_format(config.log_format);
   if (config.log_format == LogFormat::kJson) route_all_output_through_log();
   ServerLimits& l = config.limits;
+  // Every upload holding a slot runs at once, each on its own job thread: the engine's batching
+  // shares the CPU between their streams, so a short upload is answered while long ones go on,
+  // instead of waiting behind them (issue 35: two slow uploads held both of 2 job threads for 54 s
+  // and a 0.25 s request waited 53 s). The threads only decode and wait; memory stays a few blocks
+  // per upload.
+  config.job_threads = std::clamp(std::max(config.job_threads, l.max_uploads), 1, 256);
   if (const long limit = raise_open_file_limit(); limit >= 0) {
     // Streams first: each holds a descriptor, and at least 16 connections must fit beside them.
     const long long stream_room = static_cast<long long>(limit) - kReservedFds - 16;

@@ -6,8 +6,8 @@
 //   server.run();                   // until SIGINT/SIGTERM (or stop()), then drains; returns
 //
 // Threads: config.io_threads network threads run every connection (each on its own strand);
-// the engine's workers run inference; config.job_threads threads decode and feed POST /v1/vad
-// bodies. Shutdown (a signal or stop()): stop accepting, let every open stream deliver its final
+// the engine's workers run inference; job threads (config.job_threads, at least one per
+// --max-uploads slot) decode and feed the uploads' bodies. Shutdown (a signal or stop()): stop accepting, let every open stream deliver its final
 // events and close with 1001 "going away", wait for them up to limits.drain_timeout_s, then drop
 // whatever is left.
 #pragma once

@@ -76,7 +76,7 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8700;      // 0: any free port (Server::port() says which)
   int io_threads = 1;   // network threads (never run inference)
-  int job_threads = 2;  // POST /v1/vad requests decoded and fed at once (they wait, never infer)
+  int job_threads = 2;  // POST uploads decoded and fed at once (they wait, never infer); Server raises it to max_uploads
   EngineConfig engine;  // max_streams is raised to fit limits.max_streams
   std::string token;    // non-empty: /v1/* needs "Authorization: Bearer <token>" or ?token=
   // Origins a browser may connect from besides pages of this server (whose Origin's host:port

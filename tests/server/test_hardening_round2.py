@@ -16,6 +16,8 @@ import json
 import os
 import re
 import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -199,6 +201,45 @@ def test_d4_upload_stops_when_its_client_leaves():
     print(f"    the slot was free {(time.monotonic() - t0) * 1000:.0f} ms after the client left")
 
 
+def test_uploads_no_head_of_line_blocking():
+    """Two long uploads (58 minutes of silence as FLAC each) held both job threads, and a normal
+    upload waited behind them (53 s instead of 0.25 s): every upload with a slot now runs at once,
+    so the short one is answered while the long ones go on."""
+    if not args.sample or not shutil.which("sox"):
+        print("    no --sample or no sox: skipped")
+        return
+    s = Server(args.brisvox, "--workers", "1", "--token", TOKEN, "--max-uploads", "4", "--max-upload-seconds", "3600")
+    servers.append(s)
+    long_path = os.path.join(tmp.name, "silence.flac")
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", long_path, "trim", "0", "3500"], check=True)
+    with open(long_path, "rb") as f:
+        long_body = f.read()
+    with open(args.sample, "rb") as f:
+        short_body = f.read()
+    longs = []
+    for _ in range(2):
+        sock = connect(s)
+        sock.sendall(post_head(s, "/v1/vad", len(long_body)).replace(b"application/json", b"audio/flac") + long_body)
+        longs.append(sock)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    sock = connect(s)
+    sock.sendall(post_head(s, "/v1/vad", len(short_body)).replace(b"application/json", b"audio/wav") + short_body)
+    r = read_response(sock, timeout=120)
+    sock.close()
+    took = time.monotonic() - t0
+    assert r[0] == 200, r
+    for long_sock in longs:
+        long_sock.setblocking(False)
+        try:
+            early = long_sock.recv(1)
+        except BlockingIOError:
+            early = b""
+        assert early == b"", f"a long upload was answered before the short one (it waited behind it: {took:.1f} s)"
+        long_sock.close()  # its job stops (D4)
+    print(f"    12 s of speech answered in {took:.2f} s while two 58-minute uploads ran")
+
+
 # --- D5: error replies to a client that never reads ----------------------------------------------
 
 def test_d5_error_replies_bounded():
@@ -354,7 +395,8 @@ def test_minor_json_log_holds_only_records():
 
 
 TESTS = [test_d1_tts_json_bomb, test_d2_bodies_outside_the_upload_gate, test_d4_tts_stops_when_its_client_leaves,
-         test_d4_upload_stops_when_its_client_leaves, test_d5_error_replies_bounded,
+         test_d4_upload_stops_when_its_client_leaves,
+         test_uploads_no_head_of_line_blocking, test_d5_error_replies_bounded,
          test_d7_per_client_cap_within_the_total, test_d7_refusals_are_cheap, test_minor_tts_post_query_is_checked,
          test_minor_one_hz_wav_is_a_bad_request, test_minor_tts_errors_name_no_server_path,
          test_minor_json_log_holds_only_records]
