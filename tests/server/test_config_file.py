@@ -203,6 +203,16 @@ def test_huge_or_deep_files_are_refused():
     assert code == 2 and "unknown section" in err, err[:300]
 
 
+def test_control_and_non_ascii_characters_are_refused():
+    # Non-ASCII outside strings made toml++ 3.3 reach __builtin_unreachable() (a fuzz finding).
+    code, err, _ = refused('host = "127.0.0.1" # caf\u00e9\n')
+    assert code == 2 and "line 1: a byte outside ASCII" in err, err
+    code, err, _ = refused('max-uploads = 2\nhost = "a\x01b"\n')
+    assert code == 2 and "line 2: control character U+0001" in err, err
+    code, err, _ = refused("[$serve]\nmax-uploads = 2\n")
+    assert code == 2 and "line 1" in err, err
+
+
 def test_flag_takes_true_or_false_only():
     code, err, _ = refused('access-log = "yes"\n')
     assert code == 2 and "key 'access-log' is a flag" in err, err
