@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "audio/container_format.h"
+#include "audio/flac_end.h"
 #include "audio/ogg_end.h"
 #include "audio/riff_wave.h"
 #include "audio/virtual_sndfile.h"
@@ -173,6 +174,9 @@ struct AudioReader::Impl {
   std::size_t sample_bytes = 0;  // per channel sample in the file; 0 when compressed
   sf_count_t declared_frames = 0;
   bool frames_known = false;
+  // A FLAC that does not declare its length: where its last frame ends (audio/flac_end.h), only to
+  // refuse it for the limit before decoding it; decoding still counts what is really there.
+  std::optional<std::uint64_t> flac_end_frames;
 
   // Headerless PCM.
   std::optional<PcmDecoder> pcm;
@@ -214,6 +218,11 @@ struct AudioReader::Impl {
     if (limit_s > 0 && max_frames_d < 9e18) max_frames = static_cast<std::uint64_t>(max_frames_d);
     if (num_frames && *num_frames > max_frames) {
       throw_too_long(name, max_duration_s, static_cast<double>(*num_frames) / sample_rate_hz);
+    }
+    if (!num_frames && flac_end_frames && *flac_end_frames > max_frames) {
+      throw Error(ErrorCode::kLimitExceeded,
+                  fmt::format("audio file '{}' is longer than the {} s allowed (its last FLAC frame ends at {:.1f} s)",
+                              name, max_duration_s, static_cast<double>(*flac_end_frames) / sample_rate_hz));
     }
   }
 
@@ -335,6 +344,9 @@ struct AudioReader::Impl {
     declared_frames = info.frames;
     frames_known = info.frames > 0 && info.frames < SF_COUNT_MAX;
     if (frames_known) num_frames = static_cast<std::uint64_t>(info.frames);
+    if (!frames_known && *container == audio::Container::kFlac) {
+      flac_end_frames = audio::flac_end_sample(read_exactly, size_bytes);
+    }
   }
 
   void open_headerless(SampleEncoding encoding, int rate_hz) {

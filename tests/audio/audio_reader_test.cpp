@@ -104,20 +104,48 @@ TEST_F(AudioReaderTest, ChannelsAloneOrMixed) {
   }
 }
 
-// The limit is checked as decoding goes when the length is not declared (a FLAC whose STREAMINFO
-// says 0 samples: "unknown", as streaming encoders write it): what was decoded before the refusal
-// is at most the limit plus one block.
-TEST_F(AudioReaderTest, LimitWhileDecoding) {
-  write_shorts(path("full.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, std::vector<short>(16000, 100));
-  auto flac = read_bytes(path("full.flac"));
-  ASSERT_GT(flac.size(), 26u);
+// A FLAC whose STREAMINFO says 0 samples ("unknown", as streaming encoders write it).
+std::vector<char> flac_without_length(const fs::path& file, const std::vector<short>& samples) {
+  write_shorts(file, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, samples);
+  auto flac = read_bytes(file);
+  EXPECT_GT(flac.size(), 26u);
   // STREAMINFO starts at byte 8; its 36-bit total-samples field is the low 4 bits of byte 21 and
   // bytes 22-25.
   flac[21] = static_cast<char>(flac[21] & 0xF0);
   std::memset(flac.data() + 22, 0, 4);
+  return flac;
+}
+
+// Such a FLAC is refused for the limit when it is opened, from where its last frame ends (six
+// hours of silence took 20 s of a core to decode before the refusal), and read whole within it.
+TEST_F(AudioReaderTest, UndeclaredFlacLengthComesFromItsLastFrame) {
+  std::vector<short> tone(160000 + 123);  // many frames, the last one shorter than the others
+  for (std::size_t i = 0; i < tone.size(); ++i) tone[i] = static_cast<short>((i * 37) % 2000 - 1000);
+  const auto flac = flac_without_length(path("long.flac"), tone);
+  AudioReadOptions options;
+  options.max_duration_s = 9.9;
+  try {
+    AudioReader::open_memory(std::as_bytes(std::span(flac)), "body", options);
+    FAIL() << "no error at open";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kLimitExceeded);
+    EXPECT_NE(std::string(e.what()).find("its last FLAC frame ends at 10.0 s"), std::string::npos) << e.what();
+  }
+  options.max_duration_s = 10.1;
+  AudioReader reader = AudioReader::open_memory(std::as_bytes(std::span(flac)), "body", options);
+  EXPECT_FALSE(reader.num_frames().has_value());
+  EXPECT_EQ(read_in_blocks(reader, 1000).size(), tone.size());
+}
+
+// When the last frame cannot be found (here its CRC-16 is wrong), the limit is checked as decoding
+// goes: what was decoded before the refusal is at most the limit plus one block.
+TEST_F(AudioReaderTest, LimitWhileDecoding) {
+  auto flac = flac_without_length(path("full.flac"), std::vector<short>(16000, 100));
+  auto damaged = flac;
+  damaged.back() = static_cast<char>(damaged.back() ^ 0x5A);
   AudioReadOptions options;
   options.max_duration_s = 0.5;
-  AudioReader reader = AudioReader::open_memory(std::as_bytes(std::span(flac)), "body", options);
+  AudioReader reader = AudioReader::open_memory(std::as_bytes(std::span(damaged)), "body", options);
   EXPECT_FALSE(reader.num_frames().has_value());
   std::vector<float> block(1000);
   std::size_t total = 0;
