@@ -5,7 +5,11 @@ Starts the server on a free loopback port, keeps S WebSocket streams busy for T 
 real-time-paced audio (third_party/audio/sample.wav in several encodings and rates), and mixes in
 what real clients do wrong: clean closes, closes without "close", abrupt TCP resets, reconnects,
 flushes and resets, malformed control messages, odd byte counts, oversized messages, NaN audio, and
-a few POST /v1/vad requests (some corrupt). Every choice comes from --seed.
+a few POST /v1/vad requests (some corrupt). With --calls C, C duplex calls (/v1/call) run beside
+them: each caller talks in real time (20 ms messages), is answered at each end of its speech, talks
+over the answer (barge-in), sometimes marks or cancels, and either hangs up properly or vanishes
+(a TCP reset in the middle of a reply or between replies, a close without "close", or it stops
+reading while the reply comes and then resets). Every choice comes from --seed.
 
 At the end it asserts that
   - the server stayed alive throughout (and exits with status 0 on SIGTERM),
@@ -13,10 +17,16 @@ At the end it asserts that
   - all accepted audio is accounted for, exactly, from GET /metrics once every stream is closed:
       brisvox_audio_samples_received_total
         == brisvox_audio_samples_processed_total + sum(brisvox_audio_samples_rejected_total{reason})
-    and the server received no more whole samples than the clients sent.
+    and the server received no more whole samples than the clients sent;
+  - each well-behaved call closed with 1000, every 32 ms frame of its audio analysed (its `vad`
+    events, without a gap, cover what it sent) and each of its speaks ended exactly once;
+  - once the last client is gone, the server holds no more open files than at its start and its
+    CPU is back to idle within 20 s.
 It prints a JSON summary on stdout and exits 1 if any assertion fails.
 
   /usr/bin/python3 scripts/soak.py build/release/brisvox --streams 40 --minutes 10 --seed 1
+  /usr/bin/python3 scripts/soak.py build/release/brisvox --streams 16 --calls 12 --minutes 10 \
+      --server-arg=--tts-voice=third_party/models/piper/en_US-joe-medium.onnx
 """
 import argparse
 import array
@@ -103,6 +113,7 @@ def accounting(metrics):
             "rejected_by_reason": rejected,
             "balanced": received is not None and processed is not None and received == processed + sum(rejected.values()),
             "sessions_active": metrics.get("brisvox_websocket_sessions_active"),
+            "calls_active": metrics.get("brisvox_call_sessions"),
             "engine_streams_active": metrics.get("brisvox_active_streams")}
 
 
@@ -275,6 +286,203 @@ async def one_session(port, variants, rng, tally, deadline):
         await asyncio.gather(reader, return_exceptions=True)
 
 
+# --- duplex calls (/v1/call) --------------------------------------------------------------
+
+REPLIES = [
+    "Thank you, I heard that.",
+    "Let me read that back to you. Your order number is four two seven, and it ships on Monday morning.",
+    "I see. Could you tell me a little more about what happened, and when it started?",
+    " ".join(f"This is sentence number {n} of a longer answer that takes a while to say." for n in range(1, 7)),
+]
+
+# Ways a call ends. `good` is the well-behaved caller, checked call by call: close 1000, every frame
+# of its audio analysed (its `vad` events cover the audio sent, without a gap), every speak ended
+# exactly once. The others vanish at random points, mostly while a reply is being spoken.
+CALL_ENDS = ["good", "abort_in_reply", "abort", "close_without_close", "stops_reading"]
+CALL_END_WEIGHTS = [40, 25, 10, 10, 15]
+
+
+class CallCheck:
+    """What one call's messages say: the `vad` frames' times, the speaks' outcomes, the errors."""
+
+    def __init__(self, frame_s):
+        self.frame_s = frame_s
+        self.vad_frames = 0
+        self.gaps = 0
+        self.sent = set()
+        self.started = set()
+        self.ended = collections.Counter()  # id -> terminal messages (speak_done, interrupted, error)
+        self.interrupted_after_done = 0
+        self.interrupted = 0
+        self.done = set()
+        self.errors = collections.Counter()
+        self.audio_bytes = 0
+        self.in_reply = asyncio.Event()
+        self.speech_ends = asyncio.Queue()
+
+    def take(self, message):
+        if isinstance(message, bytes):
+            self.audio_bytes += len(message)
+            return
+        m = json.loads(message)
+        kind = m.get("type")
+        if kind == "vad":
+            if abs(m["t"] - self.vad_frames * self.frame_s) > 1e-3:
+                self.gaps += 1
+            self.vad_frames += 1
+        elif kind == "speech_end":
+            self.speech_ends.put_nowait(m)
+        elif kind == "speak_started":
+            self.started.add(m["id"])
+            self.in_reply.set()
+        elif kind == "speak_done":
+            self.done.add(m["id"])
+            self.ended[m["id"]] += 1
+            self.in_reply.clear()
+        elif kind == "interrupted":
+            self.interrupted += 1
+            if m["id"] in self.done:
+                self.interrupted_after_done += 1  # a barge-in names the speak being heard
+            else:
+                self.ended[m["id"]] += 1
+            self.in_reply.clear()
+        elif kind == "error":
+            self.errors[m.get("code")] += 1
+            if "id" in m:
+                self.ended[m["id"]] += 1
+
+
+async def one_call(port, variants, rng, tally, deadline):
+    v = rng.choice(variants[:1] + variants[2:3])  # 16 kHz and 8 kHz s16: the call speaks at either rate
+    end = rng.choices(CALL_ENDS, CALL_END_WEIGHTS)[0]
+    url = f"ws://127.0.0.1:{port}/v1/call?{v.query}&events=vad&barge_in_min_ms={rng.choice([200, 400])}"
+    try:
+        ws = await websockets.connect(url, max_size=None, open_timeout=15, close_timeout=10, ping_interval=None,
+                                      compression=None)
+    except (websockets.InvalidStatusCode, OSError, asyncio.TimeoutError) as e:
+        tally.add("call_connect_failed")
+        tally.errors[f"call connect: {type(e).__name__} {getattr(e, 'status_code', '')}".strip()] += 1
+        await asyncio.sleep(1)
+        return
+    tally.add("calls_opened")
+    ready = json.loads(await ws.recv())
+    assert ready["type"] == "ready", ready
+    check = CallCheck(512 / 16000)  # the VAD's 32 ms frame, at 8 kHz too
+    stop_reading = asyncio.Event()
+
+    async def receive():
+        try:
+            async for message in ws:
+                check.take(message)
+                if stop_reading.is_set():
+                    ws.transport.pause_reading()  # the socket fills; the server must not wait on it
+                    await asyncio.sleep(3600)
+        except websockets.ConnectionClosed:
+            pass
+
+    async def replier():
+        n = 0
+        while True:
+            await check.speech_ends.get()
+            n += 1
+            check.sent.add(f"r{n}")
+            await ws.send(json.dumps({"type": "speak", "text": rng.choice(REPLIES), "id": f"r{n}"}))
+            tally.add("call_speaks_sent")
+            r = rng.random()
+            if r < 0.2:
+                await ws.send(json.dumps({"type": "mark", "name": f"after-r{n}"}))
+            elif r < 0.3:
+                await asyncio.sleep(rng.uniform(0.2, 1.5))
+                await ws.send('{"type":"cancel"}')
+                tally.add("call_cancels")
+
+    reader = asyncio.create_task(receive())
+    speaker = asyncio.create_task(replier())
+    samples = 0
+    call_s = rng.uniform(8, 45)
+    pos = rng.randrange(len(v.pcm) // 2) * 2
+    sent_s = 0.0
+    next_send = time.monotonic()
+    vanish_at = rng.uniform(1, call_s)
+    vanished = False
+    counted = False
+    try:
+        while sent_s < call_s and time.monotonic() < deadline:
+            n = v.rate // 50 * 2  # 20 ms, as a telephony peer sends
+            chunk = v.pcm[pos:pos + n]
+            if len(chunk) < n:
+                chunk += v.pcm[:n - len(chunk)]
+            pos = (pos + n) % len(v.pcm)
+            await ws.send(chunk)
+            samples += n // 2
+            sent_s += 0.02
+            tally.add("call_audio_ms_sent", 20)
+            if end != "good" and sent_s >= vanish_at and (end != "abort_in_reply" or check.in_reply.is_set()
+                                                           or sent_s >= call_s - 0.1):
+                vanished = True
+                break
+            next_send += 0.02
+            await asyncio.sleep(max(0.0, next_send - time.monotonic()))
+        tally.max_sent_samples += samples
+        counted = True
+        if not vanished and end != "good":
+            vanished = True  # the deadline came first: vanish now
+        tally.add(f"call_end_{end}")
+        if end == "good":
+            speaker.cancel()  # nothing is said after the hang-up
+            await asyncio.gather(speaker, return_exceptions=True)
+            await ws.send('{"type":"close"}')
+            await asyncio.wait_for(reader, 90)
+            expected = samples / (v.rate * check.frame_s)  # frames of the audio sent, the last one padded
+            problems = []
+            if ws.close_code != 1000:
+                problems.append(f"close code {ws.close_code}")
+            if check.gaps or not (int(expected) <= check.vad_frames <= int(expected) + 1):
+                problems.append(f"{check.vad_frames} vad frames for {expected:.1f} sent, {check.gaps} gaps")
+            if any(n != 1 for n in check.ended.values()) or set(check.ended) != check.sent:
+                problems.append(f"speaks ended {dict(check.ended)}, sent {sorted(check.sent)}")
+            if check.errors:
+                problems.append(f"errors {dict(check.errors)}")
+            if problems:
+                tally.add("good_calls_failed")
+                tally.errors["good call: " + "; ".join(problems)[:300]] += 1
+            else:
+                tally.add("good_calls_passed")
+            tally.add("good_call_frames", check.vad_frames)
+        elif end in ("abort_in_reply", "abort"):
+            tally.add("call_vanished_in_reply" if check.in_reply.is_set() else "call_vanished_between_replies")
+            abort_tcp(ws)
+        elif end == "close_without_close":
+            await ws.close()
+        elif end == "stops_reading":
+            stop_reading.set()
+            # Keep talking without reading for a few seconds, then vanish.
+            for _ in range(rng.randrange(50, 250)):
+                await ws.send(v.pcm[:v.rate // 50 * 2])
+                tally.max_sent_samples += v.rate // 50
+                await asyncio.sleep(0.02)
+            abort_tcp(ws)
+        tally.add("call_speaks_started", len(check.started))
+        tally.add("call_speaks_interrupted", check.interrupted)
+    except (websockets.ConnectionClosed, asyncio.TimeoutError, OSError) as e:
+        if not counted:
+            tally.max_sent_samples += samples
+        tally.add("call_broken")
+        tally.errors[f"call client ({end}): {type(e).__name__}"] += 1
+    finally:
+        speaker.cancel()
+        if not reader.done():
+            abort_tcp(ws)
+            reader.cancel()
+        await asyncio.gather(reader, speaker, return_exceptions=True)
+
+
+async def call_slot(port, variants, rng, tally, deadline):
+    while time.monotonic() < deadline:
+        await one_call(port, variants, rng, tally, deadline)
+        await asyncio.sleep(rng.uniform(0, 1.0))
+
+
 async def stream_slot(port, variants, rng, tally, deadline):
     while time.monotonic() < deadline:
         await one_session(port, variants, rng, tally, deadline)
@@ -316,6 +524,8 @@ async def run_load(server, variants, args):
     deadline = start + args.minutes * 60
     tasks = [asyncio.create_task(stream_slot(server.port, variants, random.Random(rng.random()), tally, deadline))
              for _ in range(args.streams)]
+    tasks += [asyncio.create_task(call_slot(server.port, variants, random.Random(rng.random()), tally, deadline))
+              for _ in range(args.calls)]
     tasks.append(asyncio.create_task(poster(server.port, variants, random.Random(rng.random()), tally, deadline)))
     watcher = asyncio.create_task(watch(server, tally, rss, start, deadline, args.rss_interval_s))
     await watcher
@@ -336,11 +546,35 @@ def settled_accounting(port, timeout_s=20):
     deadline = time.monotonic() + timeout_s
     while True:
         a = accounting(parse_metrics(http_get(port, "/metrics")))
-        quiet = a["sessions_active"] == 0 and a["engine_streams_active"] == 0
+        quiet = a["sessions_active"] == 0 and a["engine_streams_active"] == 0 and not a["calls_active"]
         if (quiet and a["balanced"]) or time.monotonic() > deadline:
             a["settled"] = quiet
             return a
         time.sleep(0.2)
+
+
+def open_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def cpu_ticks(pid):
+    """utime + stime of the whole process, in clock ticks (proc(5))."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def seconds_to_idle(pid, limit_s=20, window_s=1.0, idle_share=0.02):
+    """Seconds from now until a `window_s` window in which the server used under `idle_share` of a
+    core; None if that did not happen within `limit_s`."""
+    hz = os.sysconf("SC_CLK_TCK")
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        t0, c0 = time.monotonic(), cpu_ticks(pid)
+        time.sleep(window_s)
+        if (cpu_ticks(pid) - c0) / hz / (time.monotonic() - t0) < idle_share:
+            return round(t0 - start, 1)
+    return None
 
 
 def rss_window(rss, lo, hi):
@@ -366,6 +600,9 @@ def main():
     ap.add_argument("--sample", default=os.path.join(ROOT, "third_party/audio/sample.wav"))
     ap.add_argument("--streams", type=int, default=40, help="concurrent WebSocket streams (default 40)")
     ap.add_argument("--minutes", type=float, default=5, help="length of the load (fractions allowed)")
+    ap.add_argument("--calls", type=int, default=0,
+                    help="concurrent duplex calls (/v1/call; needs --server-arg=--tts-voice=VOICE): callers who "
+                         "are answered at each speech end, talk over the reply, and often vanish in it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rss-interval-s", type=float, default=2.0)
     ap.add_argument("--warmup", type=float, default=0.2, help="fraction of the run before the RSS baseline")
@@ -382,8 +619,9 @@ def main():
     variants = load_variants(args.sample)
     server = Server(args.brisvox, *args.server_arg, prefix=shlex.split(args.server_prefix), keep_lines=200)
     failures = []
-    summary = {"streams": args.streams, "minutes": args.minutes, "seed": args.seed}
+    summary = {"streams": args.streams, "calls": args.calls, "minutes": args.minutes, "seed": args.seed}
     try:
+        fds_at_start = open_fds(server.pid())
         tally, rss, duration = asyncio.run(run_load(server, variants, args))
         summary["duration_s"] = round(duration, 1)
         summary["streams_opened"] = tally.c["sessions_opened"]
@@ -424,6 +662,29 @@ def main():
                 failures.append(f"the server received {a['received']} samples, more than the {tally.max_sent_samples} sent")
             if a["received"] == 0 or a["processed"] == 0:
                 failures.append("no audio was processed")
+            if args.calls:
+                c = tally.c
+                summary["calls_summary"] = {
+                    "opened": c["calls_opened"], "good_passed": c["good_calls_passed"],
+                    "good_failed": c["good_calls_failed"], "good_frames_checked": c["good_call_frames"],
+                    "vanished_in_reply": c["call_vanished_in_reply"],
+                    "vanished_between_replies": c["call_vanished_between_replies"],
+                    "closed_without_close": c["call_end_close_without_close"],
+                    "stopped_reading": c["call_end_stops_reading"], "speaks_sent": c["call_speaks_sent"],
+                    "speaks_started": c["call_speaks_started"], "interrupted": c["call_speaks_interrupted"],
+                    "broken": c["call_broken"]}
+                if c["good_calls_failed"]:
+                    failures.append(f"{c['good_calls_failed']} well-behaved calls lost audio or messages")
+                if not c["good_calls_passed"]:
+                    failures.append("no well-behaved call completed")
+            fds_end = open_fds(server.pid())
+            idle_after = seconds_to_idle(server.pid())
+            summary["fds"] = {"at_start": fds_at_start, "after_load": fds_end}
+            summary["seconds_to_idle_cpu"] = idle_after
+            if fds_end > fds_at_start:
+                failures.append(f"{fds_end - fds_at_start} more open files after the load than at the start")
+            if idle_after is None:
+                failures.append("the server's CPU did not go back to idle within 20 s of the last client")
             for key in ("hung_sessions", "client_exceptions"):
                 if tally.c[key]:
                     failures.append(f"{tally.c[key]} {key.replace('_', ' ')}")

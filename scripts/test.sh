@@ -59,8 +59,10 @@ case "$preset" in
                 brisvox_server_tests brisvox_cli)
     # Of the speech-to-text engine tests, the single-stream transcript comparisons are numerics
     # (run in release and asan); the concurrent-streams and bad-stage ones are where threads meet.
+    # The calls' soak checks every frame of real-time callers, which Piper under ThreadSanitizer
+    # (5-15x slower) cannot keep up with; its calls' threads are covered by server_call_end_to_end.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short)$')
     ;;
 esac
 
