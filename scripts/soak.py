@@ -516,10 +516,36 @@ async def watch(server, tally, rss, start, deadline, interval):
         await asyncio.sleep(interval)
 
 
+async def warm_speech(port, calls):
+    """Before the load: `calls` calls say every reply at once, as fast as it is made (at both of the
+    soak's rates), so that the voice's ONNX Runtime arenas reach the size the largest batch of the
+    longest sentences needs. They keep it (docs/PERFORMANCE.md, "ONNX Runtime's CPU arena"), so the
+    RSS baseline is taken once they are there, and growth after it is the server's own."""
+    async def one(rate):
+        url = f"ws://127.0.0.1:{port}/v1/call?sample_rate={rate}&encoding=pcm_s16le&playout_lead_ms=0"
+        async with websockets.connect(url, max_size=None, open_timeout=30, ping_interval=None) as ws:
+            await ws.recv()  # ready
+            for n, text in enumerate(REPLIES):
+                await ws.send(json.dumps({"type": "speak", "text": text, "id": n}))
+            ended = 0
+            async for m in ws:
+                if isinstance(m, str) and json.loads(m)["type"] in ("speak_done", "error", "interrupted"):
+                    ended += 1
+                    if ended == len(REPLIES):
+                        break
+            await ws.send('{"type":"close"}')
+            async for _ in ws:
+                pass
+
+    await asyncio.wait_for(asyncio.gather(*(one(16000 if k % 2 == 0 else 8000) for k in range(calls))), 300)
+
+
 async def run_load(server, variants, args):
     rng = random.Random(args.seed)
     tally = Tally()
     rss = []
+    if args.calls:
+        await warm_speech(server.port, args.calls)
     start = time.monotonic()
     deadline = start + args.minutes * 60
     tasks = [asyncio.create_task(stream_slot(server.port, variants, random.Random(rng.random()), tally, deadline))
@@ -554,7 +580,14 @@ def settled_accounting(port, timeout_s=20):
 
 
 def open_fds(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
+    """{fd: what it is} of the server process."""
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass  # closed meanwhile
+    return out
 
 
 def cpu_ticks(pid):
@@ -677,12 +710,14 @@ def main():
                     failures.append(f"{c['good_calls_failed']} well-behaved calls lost audio or messages")
                 if not c["good_calls_passed"]:
                     failures.append("no well-behaved call completed")
-            fds_end = open_fds(server.pid())
             idle_after = seconds_to_idle(server.pid())
-            summary["fds"] = {"at_start": fds_at_start, "after_load": fds_end}
+            fds_end = open_fds(server.pid())
+            summary["fds"] = {"at_start": len(fds_at_start), "after_load": len(fds_end)}
             summary["seconds_to_idle_cpu"] = idle_after
-            if fds_end > fds_at_start:
-                failures.append(f"{fds_end - fds_at_start} more open files after the load than at the start")
+            if len(fds_end) > len(fds_at_start):
+                extra = sorted(v for v in fds_end.values() if v not in fds_at_start.values())
+                failures.append(f"{len(fds_end) - len(fds_at_start)} more open files after the load than at the "
+                                f"start: {extra[:10]}")
             if idle_after is None:
                 failures.append("the server's CPU did not go back to idle within 20 s of the last client")
             for key in ("hung_sessions", "client_exceptions"):
