@@ -159,6 +159,9 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--idle-timeout-s", l.idle_timeout_s, "Close a stream whose client sends nothing for this long")
       ->capture_default_str();
   app.add_option("--token", c.token, "Require this bearer token on /v1/* (default: $BRISVOX_TOKEN; none if unset)");
+  app.add_option("--call-app", c.call_app,
+                 "The application that drives telephony calls (/v1/telephony/twilio): a ws:// URL brisvox connects "
+                 "to for each call (docs/TELEPHONY.md)");
   app.add_option("--allow-origin", c.allowed_origins,
                  "A browser origin allowed besides this server's own pages (repeatable; '*' for any)");
   app.add_option("--allow-host", c.allowed_hosts,
