@@ -18,6 +18,12 @@ std::string json_quoted(std::string_view s) {
   return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// `s` as valid UTF-8 without control characters (JSON's escapes of them), for a log line.
+std::string printable(const std::string& s) {
+  const std::string quoted = json_quoted(s);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
 // Reads an optional string field `key` of `obj` into `out`, at most `max` bytes. Empty error: fine.
 std::string read_string(const Json& obj, const char* key, std::string& out, std::size_t max, bool required,
                         std::string_view where) {
@@ -165,7 +171,8 @@ TwilioMessage parse_twilio_message(std::string_view json_text) {
   TwilioMessage m;
   PeerJson parsed = parse_peer_json(json_text);
   if (!parsed.error.empty()) {
-    m.error = "not JSON: " + parsed.error.substr(0, 200);
+    // The parser's message quotes the peer's bytes.
+    m.error = printable("not JSON: " + parsed.error.substr(0, 200));
     return m;
   }
   const Json& j = parsed.value;
@@ -184,10 +191,9 @@ TwilioMessage parse_twilio_message(std::string_view json_text) {
   if (error.empty()) error = check_counter(j, "sequenceNumber", "the message");
   if (error.empty()) error = read_event(j, m);
   if (!error.empty()) {
-    m.error = fmt::format("a {} message: {}", m.event == TwilioEvent::kUnknown ? "Twilio" : m.event_name, error);
-    // The event name is the peer's: keep the error printable and short.
-    m.error = Json(m.error).dump(-1, ' ', false, Json::error_handler_t::replace);
-    m.error = m.error.substr(1, m.error.size() - 2);
+    // The event name is the peer's.
+    m.error = printable(
+        fmt::format("a {} message: {}", m.event == TwilioEvent::kUnknown ? "Twilio" : m.event_name, error));
     return m;
   }
   m.ok = true;
