@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "brisvox/error.h"
@@ -16,6 +17,20 @@
 namespace brisvox::server {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Our marks' names: the prefix and a number; 0 for any other name.
+constexpr std::string_view kMarkPrefix = "bv-";
+std::uint64_t mark_number(std::string_view name) {
+  if (name.substr(0, kMarkPrefix.size()) != kMarkPrefix) return 0;
+  name.remove_prefix(kMarkPrefix.size());
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
+  return ec == std::errc() && end == name.data() + name.size() ? n : 0;
+}
+
+}  // namespace
 
 TwilioFront::TwilioFront(ServerContext& ctx, const boost::asio::any_io_executor& strand, AppUrl app,
                          bool listen_only, bool authorized)
@@ -75,7 +90,7 @@ void TwilioFront::on_text(std::string message, CallControl& call) {
       return;
     case TwilioEvent::kMark: {
       if (!started_) return fail(TelephonyError::kOutOfOrder, "mark before start");
-      const auto it = held_.find(m.mark_name);
+      const auto it = held_.find(mark_number(m.mark_name));
       if (it == held_.end()) return;  // not one of ours, or its reply already ended otherwise
       Held h = std::move(it->second);
       held_.erase(it);
@@ -223,7 +238,11 @@ void TwilioFront::stopped() {
 }
 
 void TwilioFront::hold(std::uint32_t utterance, std::string message, bool speak_done) {
-  const std::string name = fmt::format("bv-{}", next_mark_++);
+  if (held_.size() >= kMaxHeld) {
+    to_app(std::move(held_.begin()->second.message));
+    held_.erase(held_.begin());
+  }
+  const std::uint64_t number = next_mark_++;
   Held h;
   h.utterance = utterance;
   h.speak_done = speak_done;
@@ -237,8 +256,8 @@ void TwilioFront::hold(std::uint32_t utterance, std::string message, bool speak_
     }
   }
   h.message = std::move(message);
-  held_.emplace(name, std::move(h));
-  c_->send(twilio_mark_message(stream_sid_, name));
+  held_.emplace(number, std::move(h));
+  c_->send(twilio_mark_message(stream_sid_, fmt::format("{}{}", kMarkPrefix, number)));
 }
 
 void TwilioFront::speak_done(std::uint32_t utterance, std::string message) {

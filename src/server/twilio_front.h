@@ -49,6 +49,9 @@ class TwilioFront final : public CallFront, private CallAppLink::Listener {
   static constexpr std::size_t kMaxMessageBytes = 128 << 10;
   // How long a close waits for Twilio to echo the marks of audio it still plays.
   static constexpr std::chrono::seconds kMarkEchoWait{10};
+  // Marks awaiting Twilio's echo at most (a Twilio that never echoes must not grow the server):
+  // beyond, the oldest one's message goes to the application unconfirmed.
+  static constexpr std::size_t kMaxHeld = 256;
 
   // `authorized`: the upgrade carried the server's token (else start's token parameter must).
   // `strand`: the connection's (the application's link runs on it).
@@ -111,7 +114,7 @@ class TwilioFront final : public CallFront, private CallAppLink::Listener {
   std::string stream_sid_, call_sid_;
   std::uint64_t ignored_media_ = 0;  // media of a track that is not the caller's
   std::uint64_t next_mark_ = 1;
-  std::map<std::string, Held> held_;  // by the name of our mark
+  std::map<std::uint64_t, Held> held_;  // by the number in our mark's name, oldest first
   std::string end_reason_;            // call_end's reason; empty: from how the connection ended
   std::string end_detail_;
 };
