@@ -96,6 +96,8 @@ Command add_serve_command(CLI::App& app) {
       "  POST /v1/tts, GET /v1/tts (WebSocket)                   text in, speech out (--tts-voice)\n"
       "  GET  /v1/call?sample_rate=16000                         WebSocket: a call: the caller's audio in, its events\n"
       "                                                          out, replies spoken back with barge-in (--tts-voice)\n"
+      "  GET  /v1/telephony/twilio                               WebSocket: a Twilio Media Stream, a call driven by the\n"
+      "                                                          --call-app application (docs/TELEPHONY.md)\n"
       "  GET  /healthz, GET /readyz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"

@@ -29,6 +29,7 @@ import os
 import re
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -502,6 +503,48 @@ async def test_without_call_app_twilio_is_refused(c):
         bare.kill()
 
 
+async def test_the_docs_example_app_answers_a_call(c):
+    """docs/TELEPHONY.md's example application, as a new user runs it, against the fake Twilio."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples",
+                           "telephony_app.py")
+    app = subprocess.Popen([sys.executable, example, str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    out = []
+    threading.Thread(target=lambda: out.extend(app.stdout), daemon=True).start()
+    server = None
+    try:
+        server = Server(c.args.brisvox, "--workers", "1", "--tts-voice", c.args.voice, "--tts-workers", "1",
+                        "--stt-model", "tiny.en", "--token", TOKEN, "--call-app", f"ws://127.0.0.1:{port}/")
+        saved, c.server = c.server, server
+        try:
+            tw = await FakeTwilio(c, "example").open()
+            deadline = time.monotonic() + 20
+            while not tw.echoed and time.monotonic() < deadline:  # the greeting, played to its end
+                await asyncio.sleep(0.05)
+            greeting = len(tw.audio)
+            assert greeting > RATE, f"no greeting ({greeting} bytes)"
+            await tw.play(c.clip(0.0, 7.6))
+            deadline = time.monotonic() + 20
+            while len(tw.audio) < greeting + 2 * RATE and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert len(tw.audio) >= greeting + 2 * RATE, "the example did not answer"
+            await tw.send({"event": "dtmf", "streamSid": tw.stream_sid, "dtmf": {"track": "inbound_track",
+                                                                                   "digit": "#"}})
+            assert await tw.wait_closed(timeout=30) == 1000
+            await asyncio.sleep(0.5)
+        finally:
+            c.server = saved
+        text = "".join(out)
+        assert "caller: " in text and "dashwood" in text.lower() and "call ended: app_hangup" in text, text
+    finally:
+        app.kill()
+        if server is not None:
+            server.kill()
+
+
 def test_nothing_is_left_open(c):
     deadline = time.monotonic() + 10
     while True:
@@ -525,7 +568,8 @@ TESTS = [test_a_call_is_heard_answered_and_understood, test_talking_over_the_rep
          test_the_app_hangs_up_after_its_goodbye, test_the_provider_vanishing_mid_reply_ends_the_call,
          test_listen_only_streams_never_send_audio, test_malformed_messages_close_only_that_call,
          test_a_bad_app_message_is_answered_and_the_call_goes_on, test_an_unreachable_app_ends_the_call_and_says_why,
-         test_without_call_app_twilio_is_refused, test_nothing_is_left_open]
+         test_without_call_app_twilio_is_refused, test_the_docs_example_app_answers_a_call,
+         test_nothing_is_left_open]
 
 
 def main():
