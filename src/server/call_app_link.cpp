@@ -133,6 +133,8 @@ void CallAppLink::close_when_written() {
 
 void CallAppLink::fail(std::string why) {
   if (closed_) return;
+  // The listener may drop its reference to the link from on_app_gone (called from send()).
+  const std::shared_ptr<CallAppLink> keep = shared_from_this();
   closed_ = true;
   beast::error_code ignored;
   resolver_.cancel();

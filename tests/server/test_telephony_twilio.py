@@ -340,12 +340,15 @@ async def test_a_call_is_heard_answered_and_understood(c):
     assert done["_t"] - started["_t"] > done["duration_ms"] / 1000 - 0.3, (done["_t"] - started["_t"], done)
     assert mark["_t"] >= done["_t"], "the app's mark comes after the reply"
     reply = tw.audio
+    first_media = next(t for t, m in tw.received if m["event"] == "media")
     assert abs(len(reply) / RATE * 1000 - done["duration_ms"]) < 1.0, (len(reply), done)
     pcm = pcm_of(reply)
     level = rms_dbfs(pcm)
     assert level > -40, f"the reply is silent ({level:.1f} dBFS)"
     heard = transcribe(c.server, pcm)
     error = wer(REPLY, heard)
+    print(f"    turn_end at the app -> first reply audio at Twilio {1000 * (first_media - turn['_t']):.0f} ms "
+          f"(the app's round trip and the first sentence's synthesis)", flush=True)
     print(f"    reply {done['duration_ms'] / 1000:.2f} s of mu-law at {level:.1f} dBFS; speak_done "
           f"{1000 * (done['_t'] - echoes[0]):.0f} ms after Twilio's echo; Whisper heard: {heard!r} "
           f"(WER {error * 100:.1f} %)", flush=True)
