@@ -104,7 +104,7 @@ void TwilioFront::on_text(std::string message, CallControl& call) {
     }
     case TwilioEvent::kStop:
       stopped_ = true;
-      end_reason_ = "caller_hangup";
+      if (end_reason_.empty()) end_reason_ = "caller_hangup";  // not after the application's hangup
       held_.clear();  // Twilio echoes nothing more
       c_->log("twilio call {}: stop (the caller hung up or the stream was stopped)", c_->id());
       call.end(kCloseNormal, "", /*drop_speech=*/true);
