@@ -168,6 +168,23 @@ def call_params_seeds():
         yield f"query_{i}", b"\x01" + q.encode()
 
 
+def twilio_messages_seeds():
+    # As Twilio's "Media Streams - WebSocket Messages" shows them.
+    sid = '"streamSid":"MZ18ad3ab5a668481ce02b83e7395059f0"'
+    messages = ['{"event":"connected","protocol":"Call","version":"1.0.0"}',
+                '{"event":"start","sequenceNumber":"1","start":{"accountSid":"AC1","streamSid":"MZ18ad3ab5a668481ce02b83e7395059f0",'
+                '"callSid":"CA1","tracks":["inbound"],"customParameters":{"token":"t","FirstName":"Jane"},'
+                '"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}},' + sid + '}',
+                '{"event":"media","sequenceNumber":"3","media":{"track":"inbound","chunk":"1","timestamp":"5",'
+                '"payload":"/////w=="},' + sid + '}',
+                '{"event":"dtmf",' + sid + ',"sequenceNumber":"5","dtmf":{"track":"inbound_track","digit":"1"}}',
+                '{"event":"mark","sequenceNumber":"4",' + sid + ',"mark":{"name":"bv-1"}}',
+                '{"event":"stop","sequenceNumber":"5",' + sid + ',"stop":{"accountSid":"AC1","callSid":"CA1"}}',
+                '{"event":"media","media":{"payload":"a=b="}}']
+    for i, m in enumerate(messages):
+        yield f"twilio_{i}.json", m.encode()
+
+
 def segmenter_seeds():
     # Probabilities (one byte per window) from the front; the parameters come from the end.
     speech, silence = bytes([230]) * 20, bytes([10]) * 12
@@ -194,6 +211,7 @@ TARGETS = {
     "query_params_fuzzer": query_params_seeds,
     "control_message_fuzzer": control_message_seeds,
     "call_params_fuzzer": call_params_seeds,
+    "twilio_messages_fuzzer": twilio_messages_seeds,
     "streaming_segmenter_fuzzer": segmenter_seeds,
     "turn_detector_fuzzer": turn_detector_seeds,
 }

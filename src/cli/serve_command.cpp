@@ -96,6 +96,8 @@ Command add_serve_command(CLI::App& app) {
       "  POST /v1/tts, GET /v1/tts (WebSocket)                   text in, speech out (--tts-voice)\n"
       "  GET  /v1/call?sample_rate=16000                         WebSocket: a call: the caller's audio in, its events\n"
       "                                                          out, replies spoken back with barge-in (--tts-voice)\n"
+      "  GET  /v1/telephony/twilio                               WebSocket: a Twilio Media Stream, a call driven by the\n"
+      "                                                          --call-app application (docs/TELEPHONY.md)\n"
       "  GET  /healthz, GET /readyz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"
@@ -159,6 +161,9 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--idle-timeout-s", l.idle_timeout_s, "Close a stream whose client sends nothing for this long")
       ->capture_default_str();
   app.add_option("--token", c.token, "Require this bearer token on /v1/* (default: $BRISVOX_TOKEN; none if unset)");
+  app.add_option("--call-app", c.call_app,
+                 "The application that drives telephony calls (/v1/telephony/twilio): a ws:// URL brisvox connects "
+                 "to for each call (docs/TELEPHONY.md)");
   app.add_option("--allow-origin", c.allowed_origins,
                  "A browser origin allowed besides this server's own pages (repeatable; '*' for any)");
   app.add_option("--allow-host", c.allowed_hosts,

@@ -41,6 +41,10 @@ std::string_view trim_configured_origin(std::string_view s) {
 
 }  // namespace
 
+bool token_equals(std::string_view configured, std::string_view token) {
+  return configured.empty() || equal_constant_time(token, configured);
+}
+
 bool token_ok(std::string_view configured, std::string_view authorization, std::string_view query) {
   if (configured.empty()) return true;
   constexpr std::string_view kBearer = "Bearer ";

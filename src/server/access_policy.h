@@ -11,6 +11,9 @@ namespace brisvox::server {
 // True when no token is configured, or when `authorization` is "Bearer <token>" or the query
 // holds token=<token>. Compared in constant time.
 bool token_ok(std::string_view configured, std::string_view authorization, std::string_view query);
+// True when no token is configured, or when `token` is it (a token a provider carries in its own
+// messages). Compared in constant time.
+bool token_equals(std::string_view configured, std::string_view token);
 
 // Origin rules (the header browsers send with every WebSocket upgrade and cross-site request):
 //   no Origin header                 allowed (not a browser: curl, a telephony bridge)

@@ -8,6 +8,7 @@
 #include "brisvox/audio/pcm.h"
 #include "brisvox/error.h"
 #include "brisvox/plural.h"
+#include "server/call_protocol.h"
 #include "server/messages.h"
 #include "server/tts_admission.h"
 
@@ -20,6 +21,8 @@ namespace {
 
 // How often held audio or a flush is retried when no engine progress wakes the handler first.
 constexpr auto kRetryInterval = std::chrono::milliseconds(5);
+// How often a close waiting for the front (call_front.h busy()) looks again.
+constexpr auto kCloseRecheck = std::chrono::milliseconds(100);
 // Ended speaks kept to answer a barge-in that names one still playing.
 constexpr std::size_t kEndedKept = 32;
 
@@ -32,8 +35,9 @@ constexpr std::uint32_t kSpeechSide = 1;
 }  // namespace
 
 CallHandler::CallHandler(ServerContext& ctx, const boost::asio::any_io_executor& strand, CallRequest request,
-                         std::string voice_name, Call call)
+                         std::string voice_name, Call call, std::unique_ptr<CallFront> front)
     : ctx_(ctx),
+      front_(std::move(front)),
       request_(std::move(request)),
       voice_name_(std::move(voice_name)),
       call_(std::move(call)),
@@ -50,7 +54,7 @@ CallHandler::~CallHandler() {
 WsSettings CallHandler::settings() const {
   const ServerLimits& l = ctx_.config.limits;
   WsSettings s;
-  s.kind = "call";
+  s.kind = front_->kind();
   s.tag = request_.audio.tag;
   s.read_chunk_bytes = ingress_.read_chunk_bytes();
   // A speak message carries its text: up to the voice's max_text_bytes, in a message as large as
@@ -62,6 +66,7 @@ WsSettings CallHandler::settings() const {
                           l.max_message_bytes)};
   s.pings_are_activity = false;
   s.write_stall_timeout = std::chrono::seconds(l.idle_timeout_s);
+  front_->adjust(s);
   return s;
 }
 
@@ -71,68 +76,66 @@ void CallHandler::on_open() {
   ctx_.metrics.websocket_sessions_total.fetch_add(1);
   ctx_.call_metrics.sessions_active.fetch_add(1);
   ctx_.call_metrics.sessions_total.fetch_add(1);
-  c.log("call {} open: {}, {} Hz {}, voice {}, barge-in {}", c.id(), c.peer(), request_.audio.stream.sample_rate_hz,
+  c.log("{} {} open: {}, {} Hz {}, voice {}, barge-in {}", front_->kind(), c.id(), c.peer(), request_.audio.stream.sample_rate_hz,
         to_string(request_.audio.encoding), voice_name_,
         !request_.barge_in.enabled      ? std::string("off")
         : request_.barge_in.on_turn_end ? std::string("on turn end")
                                         : fmt::format("after {} ms of speech", request_.barge_in.min_speech_ms));
-  send(call_ready_message(c.id(),
-                          CallReady{request_, call_.listen_config(), voice_name_, speech_rate_hz_, call_.max_text_bytes()},
-                          ctx_.config.limits));
+  front_->on_open(c, *this,
+                  CallReady{request_, call_.listen_config(), voice_name_, speech_rate_hz_, call_.max_text_bytes()});
 }
 
 // --- the client's messages -----------------------------------------------------------------------
 
 void CallHandler::on_text(std::string message) {
-  if (closing_) return;  // ending: input is ignored
-  handle_message(message);
+  if (closing_ && !front_->reads_while_closing()) return;  // ending: input is ignored
+  front_->on_text(std::move(message), *this);
   advance();
 }
 
 void CallHandler::on_binary(std::span<const std::byte> chunk, bool /*last*/) {
   if (closing_) return;
-  if (auto failure = ingress_.receive(chunk)) {
-    connection().fail(failure->code, failure->close_code, failure->message);
-    return;
-  }
+  front_->on_binary(chunk, *this);
   advance();
 }
 
-void CallHandler::handle_message(const std::string& text) {
-  const CallMessage m = parse_call_message(text);
-  if (!m.ok) {
-    ctx_.metrics.count_error("bad_message");
-    send(error_message("bad_message", m.error));
-    return;
+bool CallHandler::audio(std::span<const std::byte> bytes) {
+  if (closing_) return true;  // ending: input is ignored
+  if (auto failure = ingress_.receive(bytes)) {
+    connection().fail(failure->code, failure->close_code, failure->message);
+    return false;
   }
-  switch (m.type) {
-    case CallMessageType::kSpeak:
-      speak(m);
-      break;
-    case CallMessageType::kCancel:
-      // Each stopped speak gets its "interrupted" with its kTtsCancelled; what waits for the socket
-      // goes now.
-      purge_stopped(call_.cancel());
-      break;
-    case CallMessageType::kMark:
-      try {
-        const std::uint32_t id = call_.mark();
-        Speak& s = speaks_[id];
-        s.mark = true;
-        s.id = nlohmann::json(m.name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        last_spoken_ = id;
-      } catch (const Error& e) {
-        const Refusal r = tts_refusal(e);
-        ctx_.metrics.count_error(r.code);
-        send(error_message(r.code, r.message));
-      }
-      break;
-    case CallMessageType::kClose:
-      closing_ = true;
-      end_code_ = kCloseNormal;
-      end_reason_.clear();
-      break;
+  return true;
+}
+
+void CallHandler::cancel() {
+  // Each stopped speak gets its "interrupted" with its kTtsCancelled; what waits for the socket
+  // goes now.
+  purge_stopped(call_.cancel());
+  front_->stopped();
+}
+
+void CallHandler::mark(const std::string& name) {
+  try {
+    const std::uint32_t id = call_.mark();
+    Speak& s = speaks_[id];
+    s.mark = true;
+    s.id = nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    last_spoken_ = id;
+  } catch (const Error& e) {
+    const Refusal r = tts_refusal(e);
+    ctx_.metrics.count_error(r.code);
+    send(error_message(r.code, r.message));
   }
+}
+
+void CallHandler::end(std::uint16_t code, std::string reason, bool drop_speech) {
+  if (closing_) return;
+  closing_ = true;
+  end_code_ = code;
+  end_reason_ = std::move(reason);
+  if (drop_speech && last_spoken_ != 0) cancel();
+  advance();  // a front may end the call outside on_text (an application's hangup)
 }
 
 void CallHandler::speak(const CallMessage& m) {
@@ -160,7 +163,7 @@ void CallHandler::on_engine_events() {
   Event events[32];
   while (c.is_open()) {
     // The caller's events always; the speech only while the socket keeps up (its back-pressure).
-    const std::size_t n = call_.poll(events, c.queued_bytes() < kMaxQueuedBytes);
+    const std::size_t n = call_.poll(events, front_->queued_bytes() < kMaxQueuedBytes);
     if (n == 0) break;
     for (std::size_t i = 0; i < n && c.is_open(); ++i) handle_event(events[i]);
   }
@@ -208,12 +211,13 @@ void CallHandler::handle_event(const Event& e) {
       }
       const auto it = speaks_.find(id);
       ctx_.call_metrics.speaks_failed.fetch_add(1, std::memory_order_relaxed);
-      end_speak(id, speak_error_message(code, call_.last_error(e), it != speaks_.end() ? it->second.id : ""));
+      send(speak_error_message(code, call_.last_error(e), it != speaks_.end() ? it->second.id : ""));
+      end_speak(id);
       break;
     }
     case EventType::kTtsAudio:
       if (const auto it = speaks_.find(id); it != speaks_.end() && !it->second.ended) {
-        audio(e, it->second);
+        speech_audio(e, it->second);
       } else {
         call_.read_audio_payload(e);  // nobody wants it: its room goes back to the synthesis
       }
@@ -221,7 +225,8 @@ void CallHandler::handle_event(const Event& e) {
     case EventType::kTtsEnd:
       if (const auto it = speaks_.find(id); it != speaks_.end() && !it->second.ended) {
         ctx_.call_metrics.speaks_done.fetch_add(1, std::memory_order_relaxed);
-        end_speak(id, speak_done_message(it->second.id, e.end_s * 1000.0));
+        front_->speak_done(id, speak_done_message(it->second.id, e.end_s * 1000.0));
+        end_speak(id);
       }
       break;
     case EventType::kTtsCancelled:
@@ -235,14 +240,15 @@ void CallHandler::handle_event(const Event& e) {
       break;
     case EventType::kTtsMark:
       if (const auto it = speaks_.find(id); it != speaks_.end()) {
-        send(mark_message(it->second.id));
+        std::string message = mark_message(it->second.id);
         speaks_.erase(it);
+        front_->mark_reached(id, std::move(message));
       }
       break;
   }
 }
 
-void CallHandler::audio(const Event& e, Speak& s) {
+void CallHandler::speech_audio(const Event& e, Speak& s) {
   const std::vector<float> samples = call_.read_audio_payload(e);
   if (samples.empty()) return;
   if (!s.started) {
@@ -255,8 +261,7 @@ void CallHandler::audio(const Event& e, Speak& s) {
   encode_pcm(samples, request_.audio.encoding, std::as_writable_bytes(std::span(bytes.data(), bytes.size())));
   s.bytes_queued += bytes.size();
   speech_sent_s_ += static_cast<double>(samples.size()) / speech_rate_hz_;
-  // Tagged with its utterance: a barge-in or a cancel takes out what has not been written yet.
-  connection().send(SendQueue::Message{std::move(bytes), true, e.speech.utterance_id});
+  front_->audio(e.speech.utterance_id, std::move(bytes));
 }
 
 void CallHandler::barge_in(const Event& e) {
@@ -264,6 +269,7 @@ void CallHandler::barge_in(const Event& e) {
   ctx_.call_metrics.barge_ins.fetch_add(1, std::memory_order_relaxed);
   // Every utterance spoken so far has stopped: none of their audio may follow.
   purge_stopped(last_spoken_);
+  front_->stopped();
   if (e.speech.utterance_id != 0) interrupted(e.speech.utterance_id, "barge_in", &e);
 }
 
@@ -271,9 +277,7 @@ void CallHandler::purge_stopped(std::uint32_t upto) {
   for (auto& [id, s] : speaks_) {
     if (id > upto) break;
     if (s.bytes_queued == 0) continue;
-    std::size_t dropped = 0;
-    connection().purge(id, id, &dropped);
-    s.bytes_queued -= dropped;
+    s.bytes_queued -= std::min<std::uint64_t>(s.bytes_queued, front_->purge(id, id));
   }
 }
 
@@ -294,11 +298,11 @@ void CallHandler::interrupted(std::uint32_t id, std::string_view reason, const E
   if (barge != nullptr) at = std::pair(barge->start_s, barge->end_s);
   (reason == "cancel" ? ctx_.call_metrics.speaks_cancelled : ctx_.call_metrics.speaks_interrupted)
       .fetch_add(1, std::memory_order_relaxed);
-  end_speak(id, interrupted_message(s.id, sent_ms(s), reason, at));
+  front_->interrupted(id, interrupted_message(s.id, sent_ms(s), reason, at));
+  end_speak(id);
 }
 
-void CallHandler::end_speak(std::uint32_t id, std::string message) {
-  send(std::move(message));
+void CallHandler::end_speak(std::uint32_t id) {
   const auto it = speaks_.find(id);
   if (it == speaks_.end()) return;
   it->second.ended = true;
@@ -330,7 +334,11 @@ void CallHandler::advance() {
       break;
   }
   if (closing_) {
-    c.pause_reading();
+    if (front_->reads_while_closing()) {
+      c.resume_reading();
+    } else {
+      c.pause_reading();
+    }
     // The caller's final events first (a resampled stream's flush() may wait for room for the
     // resampler's tail: never on the strand), then what was spoken, then the close.
     if (!flush_called_) {
@@ -341,7 +349,11 @@ void CallHandler::advance() {
       flush_called_ = true;
       call_.flush();
     }
-    if (caller_ended_ && !busy()) c.close(end_code_, end_reason_);
+    if (caller_ended_ && !busy()) {
+      c.close(end_code_, end_reason_);
+    } else if (caller_ended_ && front_->busy()) {
+      wake_at(Clock::now() + kCloseRecheck);  // the front's wait has a deadline of its own
+    }
     return;
   }
   if (const auto wait = ingress_.pace(); wait.count() > 0) {
@@ -368,10 +380,10 @@ void CallHandler::wake_at(Clock::time_point at) {
 
 bool CallHandler::busy() const {
   const bool speaking = std::any_of(speaks_.begin(), speaks_.end(), [](const auto& p) { return !p.second.ended; });
-  return speaking || !connection().nothing_to_send();
+  return speaking || !connection().nothing_to_send() || front_->busy();
 }
 
-void CallHandler::send(std::string message, SendQueue::Kind kind) { connection().send(std::move(message), kind); }
+void CallHandler::send(std::string message, SendQueue::Kind kind) { front_->event(std::move(message), kind); }
 
 std::string CallHandler::dropped_report(std::uint64_t num_dropped) { return overload_message(0, 0, num_dropped); }
 
@@ -395,11 +407,12 @@ void CallHandler::on_closed(std::string_view why, bool opened) {
   timer_.cancel();
   call_.close();
   ingress_.discard(connection().ending());
+  front_->on_closed(why, opened);
   if (!opened) return;
   ctx_.metrics.websocket_sessions_active.fetch_sub(1);
   ctx_.call_metrics.sessions_active.fetch_sub(1);
   const WsConnection& c = connection();
-  c.log("call {} closed: {}, {:.2f} s of the caller, {}, {} ({:.2f} s of speech sent), {}", c.id(),
+  c.log("{} {} closed: {}, {:.2f} s of the caller, {}, {} ({:.2f} s of speech sent), {}", front_->kind(), c.id(),
         why.empty() ? fmt::format("code {}", c.close_code()) : std::string(why), ingress_.seconds(),
         count_of(num_segments_, "segment"), count_of(num_speaks_, "speak"), speech_sent_s_,
         count_of(num_barge_ins_, "barge-in"));
@@ -419,25 +432,33 @@ std::optional<Refusal> CallEndpoint::parse(const Request& upgrade) {
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> CallEndpoint::open(const boost::asio::any_io_executor& strand,
                                                                      std::function<void()> on_events) {
-  const std::variant<TtsVoice, Refusal> voice = choose_voice(ctx_, request_.voice);
+  return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events), std::make_unique<CallProtocol>(ctx_));
+}
+
+std::variant<std::unique_ptr<WsHandler>, Refusal> open_call_handler(ServerContext& ctx,
+                                                                    const boost::asio::any_io_executor& strand,
+                                                                    CallRequest request,
+                                                                    std::function<void()> on_events,
+                                                                    std::unique_ptr<CallFront> front) {
+  const std::variant<TtsVoice, Refusal> voice = choose_voice(ctx, request.voice);
   if (const Refusal* r = std::get_if<Refusal>(&voice)) return *r;
   CallConfig config;
-  config.listen = request_.audio.stream;
-  config.listen.buffer_ms = ctx_.config.limits.engine_buffer_ms;
-  config.speak = request_.voice.speech;
+  config.listen = request.audio.stream;
+  config.listen.buffer_ms = ctx.config.limits.engine_buffer_ms;
+  config.speak = request.voice.speech;
   config.speak.model = std::get<TtsVoice>(voice).model;
-  config.barge_in = request_.barge_in;
-  config.playout_lead_ms = request_.playout_lead_ms;
+  config.barge_in = request.barge_in;
+  config.playout_lead_ms = request.playout_lead_ms;
   config.on_events = std::move(on_events);
   Call call;
   try {
-    call = ctx_.engine.open_call(config);
+    call = ctx.engine.open_call(config);
   } catch (const Error& e) {
     if (engine_busy(e)) return Refusal{503, std::string(to_string(e.code())), e.what()};
     return Refusal{400, "bad_request", e.what()};
   }
-  return std::make_unique<CallHandler>(ctx_, strand, std::move(request_), std::get<TtsVoice>(voice).name,
-                                       std::move(call));
+  return std::make_unique<CallHandler>(ctx, strand, std::move(request), std::get<TtsVoice>(voice).name,
+                                       std::move(call), std::move(front));
 }
 
 }  // namespace brisvox::server

@@ -1,8 +1,10 @@
-// /v1/call on a WsConnection: the caller's audio in and the call's speech out, on one socket, with
-// barge-in (docs/PROTOCOL.md, "Calls"). The handler owns an engine Call (call.h) and translates:
-// it decides nothing the engine decides (what confirms the caller's speech, what stops, what is
-// due when is the Call's).
+// A call on a WsConnection: the caller's audio in and the call's speech out, on one socket, with
+// barge-in. The handler owns an engine Call (call.h) and its CallFront (call_front.h), the protocol
+// the socket speaks: /v1/call's own (call_protocol.h, docs/PROTOCOL.md "Calls") or a telephony
+// provider's (twilio_front.h, docs/TELEPHONY.md). It translates: it decides nothing the engine
+// decides (what confirms the caller's speech, what stops, what is due when is the Call's).
 //
+// As /v1/call's protocol says it (a provider's front carries the same events elsewhere):
 // In: binary messages are the caller's audio in the query's encoding and rate, taken in by the
 // AudioIngress (as /v1/stream's); text messages are speak, cancel, mark and close (call_params.h).
 // Out: the stream's events as /v1/stream sends them (speech_start, speech_end, vad, turn_end,
@@ -36,6 +38,7 @@
 
 #include "brisvox/engine/engine.h"
 #include "server/audio_ingress.h"
+#include "server/call_front.h"
 #include "server/call_params.h"
 #include "server/server_context.h"
 #include "server/ws_admission.h"
@@ -43,15 +46,15 @@
 
 namespace brisvox::server {
 
-class CallHandler final : public WsHandler {
+class CallHandler final : public WsHandler, private CallControl {
  public:
   // Bytes of messages waiting for the socket above which the call's speech is not polled.
   static constexpr std::size_t kMaxQueuedBytes = 256 << 10;
 
   // `call` was opened (before the upgrade, so that a full server answers 503) with the
-  // connection's wake-up as its on_events. `strand`: the connection's.
+  // connection's wake-up as its on_events. `strand`: the connection's. `front`: the protocol.
   CallHandler(ServerContext& ctx, const boost::asio::any_io_executor& strand, CallRequest request,
-              std::string voice_name, Call call);
+              std::string voice_name, Call call, std::unique_ptr<CallFront> front);
   ~CallHandler() override;
 
   WsSettings settings() const override;
@@ -78,14 +81,19 @@ class CallHandler final : public WsHandler {
     std::chrono::steady_clock::time_point accepted;
   };
 
-  void handle_message(const std::string& text);
-  void speak(const CallMessage& m);
+  // CallControl: what the front asks.
+  void speak(const CallMessage& m) override;
+  void mark(const std::string& name) override;
+  void cancel() override;
+  bool audio(std::span<const std::byte> bytes) override;
+  void end(std::uint16_t code, std::string reason, bool drop_speech) override;
+
   void handle_event(const Event& e);
-  void audio(const Event& e, Speak& s);
+  void speech_audio(const Event& e, Speak& s);
   void barge_in(const Event& e);
   // Drops every stopped utterance's audio still waiting for the socket.
   void purge_stopped(std::uint32_t upto);
-  void end_speak(std::uint32_t id, std::string message);
+  void end_speak(std::uint32_t id);  // its last message was sent
   void interrupted(std::uint32_t id, std::string_view reason, const Event* barge);
   void advance();  // the ingress, the close sequence, reading on when allowed
   // Wakes on_engine_events() at `at` (the Call's next due time, a retry), or sooner if armed so.
@@ -94,6 +102,7 @@ class CallHandler final : public WsHandler {
   void send(std::string message, SendQueue::Kind kind = SendQueue::Kind::kRequired);
 
   ServerContext& ctx_;
+  std::unique_ptr<CallFront> front_;
   const CallRequest request_;
   const std::string voice_name_;
   Call call_;
@@ -132,5 +141,14 @@ class CallEndpoint final : public WsEndpoint {
   ServerContext& ctx_;
   CallRequest request_;
 };
+
+// Opens the engine Call that `request` asks for (its voice, barge-in and playout lead), with
+// `on_events` as its wake-up, and the handler that drives it with `front` as its protocol; or the
+// refusal (400 for what the engine will not do, 503 when it is full).
+std::variant<std::unique_ptr<WsHandler>, Refusal> open_call_handler(ServerContext& ctx,
+                                                                    const boost::asio::any_io_executor& strand,
+                                                                    CallRequest request,
+                                                                    std::function<void()> on_events,
+                                                                    std::unique_ptr<CallFront> front);
 
 }  // namespace brisvox::server

@@ -24,6 +24,7 @@
 #include "server/stream_handler.h"
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
+#include "server/twilio_front.h"
 #include "server/vad_request.h"
 #include "server/ws_admission.h"
 #include "server/ws_connection.h"
@@ -336,6 +337,11 @@ void HttpSession::handle(Request request) {
   }
   if (route == Route::kCall && beast::websocket::is_upgrade(request)) {
     CallEndpoint endpoint(ctx_);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if ((route == Route::kTwilio || route == Route::kTwilioListen) && beast::websocket::is_upgrade(request)) {
+    TwilioEndpoint endpoint(ctx_, route == Route::kTwilioListen);
     upgrade(std::move(request), endpoint);
     return;
   }

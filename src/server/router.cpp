@@ -11,6 +11,7 @@
 #include "server/messages.h"
 #include "server/query_params.h"
 #include "server/static_files.h"
+#include "server/telephony_metrics.h"
 #include "server/tts_metrics.h"
 
 namespace brisvox::server {
@@ -77,6 +78,7 @@ Response metrics_response(ServerContext& ctx, const Request& request) {
   std::string text = render_prometheus(ctx.engine.stats(), ctx.metrics, process_rss_bytes());
   text += render_tts_metrics(ctx.tts_metrics);
   text += render_call_metrics(ctx.call_metrics);
+  text += render_telephony_metrics(ctx.telephony_metrics);
   text += render_process_and_limits(
       {ctx.connections.open(), ctx.connections.max_total(), ctx.uploads.in_progress(), ctx.uploads.max()},
       ctx.metrics);
@@ -106,6 +108,8 @@ Route route_for(const Request& request) {
   if (path == "/metrics") return get_or_head(Route::kMetrics);
   if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
   if (path == "/v1/call") return only(http::verb::get, Route::kCall);
+  if (path == "/v1/telephony/twilio") return only(http::verb::get, Route::kTwilio);
+  if (path == "/v1/telephony/twilio/listen") return only(http::verb::get, Route::kTwilioListen);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
@@ -137,6 +141,8 @@ std::string_view route_name(Route route) {
     case Route::kMetrics: return "metrics";
     case Route::kStream: return "stream";
     case Route::kCall: return "call";
+    case Route::kTwilio:
+    case Route::kTwilioListen: return "twilio";
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
@@ -164,8 +170,9 @@ Response error_response(const Request& request, http::status status, std::string
   return make_response(request, status, "application/json", http_error_body(code, message));
 }
 
-std::optional<Response> check_access(ServerContext& ctx, const Request& request) {
-  if (!token_ok(ctx.config.token, to_sv(request[http::field::authorization]), target_query(to_sv(request.target())))) {
+std::optional<Response> check_access(ServerContext& ctx, const Request& request, bool token_checked_later) {
+  if (!token_checked_later &&
+      !token_ok(ctx.config.token, to_sv(request[http::field::authorization]), target_query(to_sv(request.target())))) {
     ctx.metrics.count_error("unauthorized");
     // The reason, for the client and the log line of the refusal: none sent, or a wrong one.
     const bool sent = !to_sv(request[http::field::authorization]).empty() || query_has_token(request);
@@ -216,6 +223,11 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
     case Route::kCall:
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/call is a WebSocket endpoint: connect with a WebSocket client");
+    case Route::kTwilio:
+    case Route::kTwilioListen:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/telephony/twilio is a WebSocket endpoint for Twilio Media Streams: point a "
+                            "<Connect><Stream> at it (docs/TELEPHONY.md)");
     case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");

@@ -8,6 +8,10 @@
 //   POST /v1/vad       speech segments of an audio file (vad_request.h)
 //   POST /v1/transcribe  the transcript of an audio file (vad_request.h; needs --stt-model)
 //   POST /v1/tts       text to speech, WAV or chunked PCM (tts_http.h); GET: WebSocket (tts_handler.h)
+//   GET  /v1/call      WebSocket: a duplex call (call_handler.h, call_protocol.h)
+//   GET  /v1/telephony/twilio         WebSocket: a Twilio Media Stream, <Connect><Stream>, driven by
+//                                     the --call-app application (twilio_front.h, docs/TELEPHONY.md)
+//   GET  /v1/telephony/twilio/listen  the same for <Start><Stream>: listen-only
 //   GET  /, /<file>    the demo page (static_files.h)
 // Errors are JSON: {"error":{"code":"...","message":"..."}}.
 #pragma once
@@ -27,11 +31,14 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
-enum class Route { kHealth, kReady, kMetrics, kStream, kCall, kVad, kTranscribe, kTts, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+enum class Route {
+  kHealth, kReady, kMetrics, kStream, kCall, kTwilio, kTwilioListen, kVad, kTranscribe, kTts, kPreflight, kStatic,
+  kNotFound, kMethodNotAllowed
+};
 
 Route route_for(const Request& request);
 // The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
-// "call", "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
+// "call", "twilio", "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 
 // The largest body a request to `route` may carry, and what to say when one is larger. Only the
@@ -51,7 +58,8 @@ Response error_response(const Request& request, boost::beast::http::status statu
                         std::string_view message);
 
 // Token and Origin checks of the /v1/ endpoints: the refusal (401, 403), or nothing.
-std::optional<Response> check_access(ServerContext& ctx, const Request& request);
+// `token_checked_later`: the Origin only (the endpoint's handler checks the token).
+std::optional<Response> check_access(ServerContext& ctx, const Request& request, bool token_checked_later = false);
 
 // The answer of every route except kStream with an upgrade, kVad, kTranscribe and kTts (they wait
 // for the engine).

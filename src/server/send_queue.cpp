@@ -32,7 +32,7 @@ void SendQueue::discard(bool keep_front) {
 
 std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front,
                              std::size_t* bytes_dropped) {
-  const std::size_t bytes_before = bytes_;
+  std::size_t content_dropped = 0;
   std::size_t kept = 0;
   // What was before the queue was sent, so a front message sent with it stays.
   bool previous_kept = true;
@@ -43,6 +43,7 @@ std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bo
     previous_kept = keep;
     if (!keep) {
       bytes_ -= m.data.size();
+      content_dropped += m.content_bytes != 0 ? m.content_bytes : m.data.size();
       continue;
     }
     // The front is never moved: its storage may be being written.
@@ -51,7 +52,7 @@ std::size_t SendQueue::purge(std::uint64_t first_tag, std::uint64_t last_tag, bo
   }
   const std::size_t dropped = messages_.size() - kept;
   messages_.resize(kept);
-  if (bytes_dropped != nullptr) *bytes_dropped = bytes_before - bytes_;
+  if (bytes_dropped != nullptr) *bytes_dropped = content_dropped;
   return dropped;
 }
 

@@ -28,6 +28,9 @@ class SendQueue {
     bool binary = false;
     std::uint64_t tag = 0;       // what purge() selects by; 0: none (never purged)
     bool with_previous = false;  // one unit with the message before it: purged or kept with it
+    // The bytes purge() reports for it; 0: its data's size. Audio inside a text message (Twilio's
+    // base64 media) reports the audio's bytes.
+    std::size_t content_bytes = 0;
   };
 
   SendQueue(std::size_t max_messages, std::size_t max_bytes) : max_messages_(max_messages), max_bytes_(max_bytes) {}
@@ -48,7 +51,7 @@ class SendQueue {
   void discard(bool keep_front);
   // Drops the messages tagged first_tag..last_tag (and those sent with them), except the front one
   // when `keep_front` and what is sent with it. Returns how many were dropped; `bytes_dropped`, when
-  // given, gets their bytes.
+  // given, gets their bytes (their content_bytes where set).
   std::size_t purge(std::uint64_t first_tag, std::uint64_t last_tag, bool keep_front,
                     std::size_t* bytes_dropped = nullptr);
 

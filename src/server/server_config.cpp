@@ -9,6 +9,7 @@
 
 #include "base/install_dirs.h"
 #include "brisvox/error.h"
+#include "server/app_url.h"
 
 #ifndef BRISVOX_WEB_DIR
 #define BRISVOX_WEB_DIR "web"
@@ -34,6 +35,7 @@ std::string default_web_dir() {
 
 void ServerConfig::validate() const {
   require(!host.empty(), "--host must not be empty");
+  if (!call_app.empty()) (void)parse_app_url(call_app);  // its own message names --call-app
   // An Authorization header cannot carry spaces at its ends or control characters: such a token
   // would lock every client out while looking configured.
   require(std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; }),

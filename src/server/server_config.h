@@ -88,6 +88,9 @@ struct ServerConfig {
   // accepts any. Another Host gets 403 "forbidden_host".
   std::vector<std::string> allowed_hosts;
   std::string web_dir;  // the demo page's folder; empty: default_web_dir()
+  // The application that drives telephony calls (/v1/telephony/*): a ws:// URL brisvox connects to
+  // for each call (docs/TELEPHONY.md). Empty: telephony calls are refused.
+  std::string call_app;
   // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;

@@ -15,6 +15,7 @@
 #include "server/post_gate.h"
 #include "server/server_config.h"
 #include "server/session_registry.h"
+#include "server/telephony_metrics.h"
 #include "server/tts_metrics.h"
 
 namespace brisvox::server {
@@ -35,7 +36,8 @@ struct ServerContext {
   boost::asio::thread_pool& jobs;  // POST /v1/vad: decoding and feeding (waits, never infers)
   ServerMetrics metrics;
   TtsMetrics tts_metrics;  // POST and WebSocket /v1/tts
-  CallMetrics call_metrics;  // /v1/call
+  CallMetrics call_metrics;  // /v1/call, and telephony calls
+  TelephonyMetrics telephony_metrics;  // /v1/telephony/<provider>
   SessionRegistry sessions;
   ConnectionLimiter connections;  // HTTP connections (limits.max_connections, _per_client)
   UploadLimiter uploads;          // POST uploads in progress (limits.max_uploads)

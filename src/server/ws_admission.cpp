@@ -36,7 +36,7 @@ Admission admit_upgrade(ServerContext& ctx, const Request& upgrade, WsEndpoint& 
         error_response(upgrade, http::status::service_unavailable, "shutting_down", "the server is shutting down");
     return a;
   }
-  if (auto refusal = check_access(ctx, upgrade)) {
+  if (auto refusal = check_access(ctx, upgrade, endpoint.token_in_first_message())) {
     a.refusal = std::move(refusal);
     return a;
   }

@@ -2,7 +2,8 @@
 // plain HTTP answer with a JSON body. The checks every endpoint shares come first, in this order:
 //   503 shutting_down     the server is draining
 //   401, 403              the token, the Origin (check_access)
-// then the endpoint's own reading of the request (400 for a bad query, ...), the stream limits
+// (the token is the handler's to check where the endpoint says so: token_in_first_message), then
+// the endpoint's own reading of the request (400 for a bad query, ...), the stream limits
 // where the endpoint's sessions count as streams (503 too_many_streams: limits.max_streams,
 // max_streams_per_client), and the endpoint opening its engine side (503 when the engine is at
 // capacity or over its latency budget, ...). Every 503 but the drain's carries Retry-After: 1.
@@ -34,6 +35,10 @@ class WsEndpoint {
   virtual ~WsEndpoint() = default;
   // Whether its sessions count in limits.max_streams and max_streams_per_client.
   virtual bool counts_as_stream() const = 0;
+  // True for a provider that cannot put the server's token in its URL or headers (Twilio drops a
+  // <Stream> url's query): an upgrade without it is let through and the handler checks the token
+  // the provider's first message carries.
+  virtual bool token_in_first_message() const { return false; }
   // Reads the upgrade request (its query); a refusal is answered instead.
   virtual std::optional<Refusal> parse(const Request& upgrade) = 0;
   // Opens the engine side, its on_events being `on_events`, and makes the handler that owns it

@@ -307,7 +307,7 @@ void WsConnection::fail(std::string_view code, std::uint16_t close_code, const s
   ctx_.metrics.count_error(code);
   log("{} {}: error [{}]: {}", settings_.kind, id_, code, message);
   ending_ = Ending::kFailed;
-  send(error_message(code, message));
+  if (settings_.error_messages) send(error_message(code, message));
   close(close_code, std::string(code));
 }
 

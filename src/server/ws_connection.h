@@ -87,6 +87,9 @@ struct WsSettings {
   // Messages wait this long with no room in the socket: the client is dropped. 0: never (the
   // bounded queue decides).
   std::chrono::seconds write_stall_timeout{0};
+  // fail() sends {"type":"error",...} before its close; false for a protocol that has no such
+  // message (a telephony provider's): the close and the log line say it.
+  bool error_messages = true;
 };
 
 // A protocol on a WsConnection. Every call comes on the connection's strand; connection() is

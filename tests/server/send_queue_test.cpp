@@ -73,6 +73,21 @@ TEST(SendQueue, PurgeDropsTheTaggedRangeOnly) {
   EXPECT_EQ(bytes, 0u);
 }
 
+// Audio inside a text message (Twilio's base64 media) counts as its audio's bytes, so that what a
+// barge-in dropped is told in audio, not in JSON.
+TEST(SendQueue, PurgeReportsTheContentBytesOfWhatItDrops) {
+  SendQueue q(64, 1 << 20);
+  SendQueue::Message media{R"({"event":"media","media":{"payload":"AAAA"}})", false, 1};
+  media.content_bytes = 3;
+  q.push(media, Kind::kRequired);
+  q.push(media, Kind::kRequired);
+  q.push(SendQueue::Message{"pcm", true, 1}, Kind::kRequired);
+  std::size_t bytes = 0;
+  EXPECT_EQ(q.purge(1, 1, /*keep_front=*/true, &bytes), 2u);
+  EXPECT_EQ(bytes, 3u + 3u);
+  EXPECT_EQ(q.bytes(), media.data.size());
+}
+
 TEST(SendQueue, PurgeFinishesWhatIsBeingWritten) {
   // The header being written keeps the PCM it announced; the next pair goes.
   SendQueue q(64, 1 << 20);
