@@ -292,7 +292,10 @@ void WsConnection::on_write(beast::error_code ec, std::size_t written) {
   front_written_ = 0;
   queue_.pop();
   if (phase_ == Phase::kOpen && queue_.has_room_to_report()) report_dropped();
-  if (phase_ == Phase::kOpen) handler_->on_sent();
+  if (phase_ == Phase::kOpen) {
+    handler_->on_sent();
+    note_busy();
+  }
   if (phase_ == Phase::kClosing && queue_.empty() && !writing_) {
     start_close_handshake();
     return;
@@ -346,7 +349,16 @@ void WsConnection::drop_connection() {
 }
 
 void WsConnection::on_engine_events() {
-  if (phase_ == Phase::kOpen) handler_->on_engine_events();
+  if (phase_ != Phase::kOpen) return;
+  handler_->on_engine_events();
+  note_busy();
+}
+
+void WsConnection::note_busy() {
+  // Sampled whenever the handler works for the client, not only when the idle timer fires: a call
+  // that spoke for 15 s and then waited 5 s for its client had been "idle" for 20 s at the
+  // timer's next expiry, and was closed while its client was still within the timeout.
+  if (phase_ == Phase::kOpen && handler_->busy()) last_activity_ = Clock::now();
 }
 
 void WsConnection::go_away() {

@@ -31,7 +31,9 @@
 //
 // Idle. A client that sends nothing for limits.idle_timeout_s while the server waits for it is
 // closed ("idle_timeout", 1008). Time the handler has reading paused or is busy for the client
-// does not count; pings count where the handler says so.
+// does not count (busy() is sampled after each engine wake-up and each message written, so the
+// timeout runs from the end of the handler's work, not from the client's last message); pings
+// count where the handler says so.
 #pragma once
 
 #include <fmt/format.h>
@@ -192,6 +194,7 @@ class WsConnection : public Drainable, public EngineListener, public std::enable
   void read_more();
   void on_read(boost::beast::error_code ec, std::size_t bytes);
   void arm_idle_timer();
+  void note_busy();  // the handler is busy for the client: that time is not idle
   // Queues the handler's report of the droppable messages not sent since the last one. True if
   // one was queued.
   bool report_dropped();

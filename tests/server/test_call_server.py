@@ -355,6 +355,29 @@ async def test_bad_upgrades_are_refused_before_the_upgrade(c):
         assert e.code == 426, e.code
 
 
+async def test_the_idle_timeout_runs_from_the_end_of_a_reply(c):
+    """--idle-timeout-s counts the time a client sends nothing while the server waits for it, not
+    the time the call spent speaking. The server used to look at its busy state only when the idle
+    timer fired, so a call whose client was silent while its reply played was closed 0-2 s (here)
+    after the reply ended; each round fails that way with a chance of about one half."""
+    s = Server(c.args.brisvox, "--workers", "1", "--tts-voice", c.args.voice, "--tts-workers", "1", "--token", TOKEN,
+               "--idle-timeout-s", "2")
+    try:
+        for _ in range(4):
+            ws, _ = await connect(s)
+            ls = Listener(ws)
+            await ws.send(json.dumps({"type": "speak", "text": "One moment please, I am looking that up.", "id": "r"}))
+            done = await ls.wait_for("speak_done", id="r", timeout=30)
+            await asyncio.sleep(1.0)
+            assert not ls.closed.is_set(), (ws.close_code, [m["type"] for m in ls.messages][-3:])
+            await ws.send('{"type":"close"}')
+            await asyncio.wait_for(ls.closed.wait(), 10)
+            assert ws.close_code == 1000, ws.close_code
+            assert done["duration_ms"] > 2000, done  # the reply outlasts the timeout
+    finally:
+        s.kill()
+
+
 def test_nothing_is_left_open(c):
     deadline = time.monotonic() + 10
     while True:
@@ -377,7 +400,8 @@ def test_nothing_is_left_open(c):
 TESTS = [test_duplex_turn_transcript_and_a_reply_that_is_understood,
          test_the_callers_next_utterance_interrupts_the_reply, test_a_backchannel_does_not_interrupt_and_cancel_does,
          test_an_8khz_mulaw_call_speaks_mulaw, test_bad_messages_are_answered_and_the_call_goes_on,
-         test_bad_upgrades_are_refused_before_the_upgrade, test_nothing_is_left_open]
+         test_bad_upgrades_are_refused_before_the_upgrade, test_the_idle_timeout_runs_from_the_end_of_a_reply,
+         test_nothing_is_left_open]
 
 
 def main():
