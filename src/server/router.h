@@ -8,8 +8,12 @@
 //   POST /v1/vad       speech segments of an audio file (vad_request.h)
 //   POST /v1/transcribe  the transcript of an audio file (vad_request.h; needs --stt-model)
 //   POST /v1/tts       text to speech, WAV or chunked PCM (tts_http.h); GET: WebSocket (tts_handler.h)
+//   POST /v1/audio/transcriptions  OpenAI's transcription (openai_transcription.h, docs/OPENAI.md)
+//   POST /v1/audio/translations    OpenAI's translation: refused, brisvox does not translate yet
+//   GET  /v1/models    OpenAI's model list: the configured models and the stock names mapped to them
 //   GET  /, /<file>    the demo page (static_files.h)
-// Errors are JSON: {"error":{"code":"...","message":"..."}}.
+// Errors are JSON: {"error":{"code":"...","message":"..."}}; on OpenAI's paths (/v1/audio/...,
+// /v1/models) OpenAI's {"error":{"message","type","param","code"}} (openai_api.h).
 #pragma once
 
 #include <boost/beast/http/message.hpp>
@@ -27,15 +31,16 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
-enum class Route { kHealth, kReady, kMetrics, kStream, kCall, kVad, kTranscribe, kTts, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+enum class Route { kHealth, kReady, kMetrics, kStream, kCall, kVad, kTranscribe, kTts, kOpenAiTranscriptions, kOpenAiTranslations, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
 
 Route route_for(const Request& request);
 // The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
-// "call", "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
+// "call", "vad", "transcribe", "tts", "openai_transcriptions", "openai_translations",
+// "openai_models", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 
 // The largest body a request to `route` may carry, and what to say when one is larger. Only the
-// uploads (POST /v1/vad, /v1/transcribe) take --max-body-bytes, and only they count against
+// uploads (POST /v1/vad, /v1/transcribe, /v1/audio/transcriptions, /v1/audio/translations) take --max-body-bytes, and only they count against
 // --max-uploads; a JSON request (POST /v1/tts) is text and its options; every other route needs
 // no body. So no route outside the upload gate buffers more than kMaxJsonBodyBytes per connection.
 inline constexpr std::size_t kMaxJsonBodyBytes = 256 << 10;  // a 20 000-byte text escaped, and options
@@ -53,8 +58,8 @@ Response error_response(const Request& request, boost::beast::http::status statu
 // Token and Origin checks of the /v1/ endpoints: the refusal (401, 403), or nothing.
 std::optional<Response> check_access(ServerContext& ctx, const Request& request);
 
-// The answer of every route except kStream with an upgrade, kVad, kTranscribe and kTts (they wait
-// for the engine).
+// The answer of every route except kStream with an upgrade, kVad, kTranscribe, kOpenAiTranscriptions
+// and kTts (they wait for the engine).
 Response immediate_response(ServerContext& ctx, const Request& request, Route route);
 
 // Headers that let an allowed cross-origin page read the answer (none for same-origin pages).
