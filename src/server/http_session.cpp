@@ -17,6 +17,7 @@
 #include "brisvox/error.h"
 #include "server/hangup_watch.h"
 #include "server/openai_api.h"
+#include "server/openai_speech.h"
 #include "server/openai_transcription.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
@@ -230,7 +231,8 @@ bool HttpSession::check_head() {
   const Route route = route_for(req);
   body_limit_ = body_limit(route, ctx_.config.limits);
   parser_->body_limit(body_limit_.bytes);
-  if (route == Route::kTts && (req.method() == http::verb::post || beast::websocket::is_upgrade(req))) {
+  if ((route == Route::kTts && (req.method() == http::verb::post || beast::websocket::is_upgrade(req))) ||
+      route == Route::kOpenAiSpeech) {
     // Text to speech: the token and Origin before the body too (handle() checks again, at no cost).
     if (auto refusal = check_access(ctx_, req)) {
       send_and_close(std::move(*refusal));
@@ -357,6 +359,26 @@ void HttpSession::handle(Request request) {
       send(std::move(*refusal));
       return;
     }
+    start_tts(std::move(request));
+    return;
+  }
+  if (route == Route::kOpenAiSpeech) {
+    // OpenAI's body becomes POST /v1/tts's, which answers it as its own.
+    if (auto refusal = check_access(ctx_, request)) {
+      send(std::move(*refusal));
+      return;
+    }
+    try {
+      request.body() = openai_speech_to_tts_body(ctx_.engine.config(), request.body());
+    } catch (const OpenAiError& e) {
+      ctx_.metrics.count_error(e.code.empty() ? "bad_request" : e.code);
+      auto res = error_response(request, static_cast<http::status>(e.status), e.code, e.message);
+      res.body() = openai_error_body(e.status, e.message, e.param, e.code);
+      res.prepare_payload();
+      send(std::move(res));
+      return;
+    }
+    request.prepare_payload();
     start_tts(std::move(request));
     return;
   }

@@ -118,6 +118,7 @@ Route route_for(const Request& request) {
   }
   if (path == "/v1/audio/transcriptions") return only(http::verb::post, Route::kOpenAiTranscriptions);
   if (path == "/v1/audio/translations") return only(http::verb::post, Route::kOpenAiTranslations);
+  if (path == "/v1/audio/speech") return only(http::verb::post, Route::kOpenAiSpeech);
   if (path == "/v1/models") return get_or_head(Route::kOpenAiModels);
   if (path.starts_with("/v1/")) return Route::kNotFound;
   return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
@@ -131,6 +132,7 @@ BodyLimit body_limit(Route route, const ServerLimits& limits) {
     case Route::kOpenAiTranslations:
       return {limits.max_body_bytes, "--max-body-bytes"};
     case Route::kTts:
+    case Route::kOpenAiSpeech:
       return {kMaxJsonBodyBytes, "a JSON request's limit"};
     default:
       return {kMaxOtherBodyBytes, "the limit of a route that takes no upload"};
@@ -149,6 +151,7 @@ std::string_view route_name(Route route) {
     case Route::kTts: return "tts";
     case Route::kOpenAiTranscriptions: return "openai_transcriptions";
     case Route::kOpenAiTranslations: return "openai_translations";
+    case Route::kOpenAiSpeech: return "openai_speech";
     case Route::kOpenAiModels: return "openai_models";
     case Route::kPreflight: return "preflight";
     case Route::kStatic: return "static";
@@ -258,6 +261,7 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
     case Route::kVad:  // answered by the job; never here
     case Route::kTranscribe:
     case Route::kOpenAiTranscriptions:
+    case Route::kOpenAiSpeech:
       break;
   }
   return error_response(request, http::status::not_found, "not_found",

@@ -10,6 +10,7 @@
 //   POST /v1/tts       text to speech, WAV or chunked PCM (tts_http.h); GET: WebSocket (tts_handler.h)
 //   POST /v1/audio/transcriptions  OpenAI's transcription (openai_transcription.h, docs/OPENAI.md)
 //   POST /v1/audio/translations    OpenAI's translation: refused, brisvox does not translate yet
+//   POST /v1/audio/speech          OpenAI's text to speech, answered as POST /v1/tts (openai_speech.h)
 //   GET  /v1/models    OpenAI's model list: the configured models and the stock names mapped to them
 //   GET  /, /<file>    the demo page (static_files.h)
 // Errors are JSON: {"error":{"code":"...","message":"..."}}; on OpenAI's paths (/v1/audio/...,
@@ -31,17 +32,17 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 // Beast's string_view (boost::string_view in Boost 1.74) as a std::string_view.
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
-enum class Route { kHealth, kReady, kMetrics, kStream, kCall, kVad, kTranscribe, kTts, kOpenAiTranscriptions, kOpenAiTranslations, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
+enum class Route { kHealth, kReady, kMetrics, kStream, kCall, kVad, kTranscribe, kTts, kOpenAiTranscriptions, kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed };
 
 Route route_for(const Request& request);
 // The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
 // "call", "vad", "transcribe", "tts", "openai_transcriptions", "openai_translations",
-// "openai_models", "preflight", "static", "not_found", "method_not_allowed".
+// "openai_speech", "openai_models", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 
 // The largest body a request to `route` may carry, and what to say when one is larger. Only the
 // uploads (POST /v1/vad, /v1/transcribe, /v1/audio/transcriptions, /v1/audio/translations) take --max-body-bytes, and only they count against
-// --max-uploads; a JSON request (POST /v1/tts) is text and its options; every other route needs
+// --max-uploads; a JSON request (POST /v1/tts, /v1/audio/speech) is text and its options; every other route needs
 // no body. So no route outside the upload gate buffers more than kMaxJsonBodyBytes per connection.
 inline constexpr std::size_t kMaxJsonBodyBytes = 256 << 10;  // a 20 000-byte text escaped, and options
 inline constexpr std::size_t kMaxOtherBodyBytes = 8 << 10;

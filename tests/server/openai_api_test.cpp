@@ -1,6 +1,7 @@
 // OpenAI's audio API's translation (server/openai_api.h): model names, the error shape, the
 // transcription form's rules and the answers built from a result.
 #include "server/openai_api.h"
+#include "server/openai_speech.h"
 
 #include <gtest/gtest.h>
 
@@ -198,6 +199,48 @@ TEST(OpenAiApi, StreamEventsConcatenateToTheText) {
             "data: {\"type\":\"transcript.text.delta\",\"delta\":\"Hello there.\"}\n\n"
             "data: {\"type\":\"transcript.text.delta\",\"delta\":\" How are you?\"}\n\n"
             "data: {\"type\":\"transcript.text.done\",\"text\":\"Hello there. How are you?\"}\n\n");
+}
+
+nlohmann::json tts_body(const std::string& openai) {
+  return nlohmann::json::parse(openai_speech_to_tts_body(stt_and_tts(), openai));
+}
+
+OpenAiError speech_refusal(const std::string& openai) {
+  try {
+    openai_speech_to_tts_body(stt_and_tts(), openai);
+  } catch (const OpenAiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << openai;
+  return {};
+}
+
+TEST(OpenAiApi, SpeechBodyBecomesTtsBody) {
+  EXPECT_EQ(tts_body(R"({"model":"tts-1","input":"Hi.","voice":"alloy"})"),
+            (nlohmann::json{{"text", "Hi."}, {"format", "wav"}, {"sample_rate", 24000}}));
+  EXPECT_EQ(tts_body(R"({"model":"tts","input":"Hi.","voice":"joe","response_format":"pcm","speed":2,
+                         "stream_format":"audio","instructions":"cheerful"})"),
+            (nlohmann::json{{"text", "Hi."}, {"format", "raw"}, {"sample_rate", 24000}, {"length_scale", 0.5}}));
+}
+
+TEST(OpenAiApi, SpeechRefusals) {
+  EXPECT_EQ(speech_refusal(R"({"input":"Hi.","voice":"alloy"})").param, "model");
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-9","input":"Hi.","voice":"alloy"})").status, 404);
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","voice":"alloy"})").param, "input");
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"robot"})").param, "voice");
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":3,"voice":"alloy"})").param, "input");
+  for (const char* format : {"mp3", "opus", "aac", "flac", "ogg"}) {
+    const OpenAiError e = speech_refusal(
+        std::string(R"({"model":"tts-1","input":"Hi.","voice":"alloy","response_format":")") + format + "\"}");
+    EXPECT_EQ(e.param, "response_format") << format;
+    EXPECT_NE(e.message.find("wav or pcm"), std::string::npos) << e.message;
+  }
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","speed":0.1})").param, "speed");
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","speed":"fast"})").param, "speed");
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","stream_format":"sse"})").param,
+            "stream_format");
+  EXPECT_EQ(speech_refusal("[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]").status, 400);
+  EXPECT_EQ(speech_refusal("not json").status, 400);
 }
 
 }  // namespace

@@ -1,19 +1,23 @@
 """OpenAI's audio API on `brisvox serve` (docs/OPENAI.md), with the official `openai` client.
 
-A real server (Whisper tiny.en, a token) on loopback; the client is pointed at it by base_url and
+A real server (Whisper tiny.en, the Piper voice, a token) on loopback; the client is pointed at it by base_url and
 api_key only. Transcripts must equal `brisvox transcribe`'s and POST /v1/transcribe's for the same
 file; SRT and WebVTT must parse into the same segments; verbose_json segments must be monotone
-within the audio; streamed deltas must concatenate to the done text; bad input must raise the
+within the audio; streamed deltas must concatenate to the done text; speech in each offered format
+must decode and transcribe back to its text, the streamed one's first bytes well before its end; bad input must raise the
 client's own exception types, and the server must go on answering.
 
   BRISVOX=build/release/brisvox BRISVOX_SAMPLE=third_party/audio/sample.wav \
+      BRISVOX_VOICE=third_party/models/piper/en_US-joe-medium.onnx \
       .venv/bin/python -m pytest -q tests/server/test_openai_api.py
 """
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 import wave
 
@@ -25,6 +29,7 @@ from serve_process import Server  # noqa: E402
 
 BRISVOX = os.environ.get("BRISVOX", "build/release/brisvox")
 SAMPLE = os.environ.get("BRISVOX_SAMPLE", "third_party/audio/sample.wav")
+VOICE = os.environ.get("BRISVOX_VOICE", "third_party/models/piper/en_US-joe-medium.onnx")
 TOKEN = "openai-test-token"
 MAX_BODY = 4_000_000
 
@@ -32,7 +37,7 @@ MAX_BODY = 4_000_000
 @pytest.fixture(scope="module")
 def server():
     s = Server(BRISVOX, "--workers", "1", "--stt-model", "tiny.en", "--max-body-bytes", str(MAX_BODY),
-               "--token", TOKEN)
+               "--tts-voice", VOICE, "--token", TOKEN)
     yield s
     s.kill()
 
@@ -237,7 +242,112 @@ def test_unoffered_route_is_openai_404(client):
 
 def test_models(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == ["stt", "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"], ids
+    assert ids == ["stt", "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe",
+                   "tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"], ids
+
+
+
+
+SPEECH = "The weather is nice today. We will walk to the park after lunch."
+LONG_SPEECH = " ".join([
+    "This reply is long on purpose.", "It has several sentences, one after the other.",
+    "The server speaks the first one while it makes the rest.", "A client can play the start at once.",
+    "Then the middle arrives, sentence by sentence.", "And at last the end of the reply comes too.",
+])
+
+
+def words(text):
+    return re.sub(r"[^a-z0-9' ]", " ", text.lower()).split()
+
+
+def wer(reference, hypothesis):
+    r, h = words(reference), words(hypothesis)
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+    return d[len(h)] / len(r)
+
+
+def wav_of_pcm(pcm, rate=24000):
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+    return out.getvalue()
+
+
+def heard(client, wav_bytes):
+    return client.audio.transcriptions.create(file=("speech.wav", wav_bytes), model="whisper-1").text
+
+
+def wav_params(data):
+    with wave.open(io.BytesIO(data), "rb") as w:
+        return w.getframerate(), w.getsampwidth(), w.getnchannels(), w.getnframes()
+
+
+def test_speech_wav_transcribes_back(client):
+    data = client.audio.speech.create(model="tts-1", voice="alloy", input=SPEECH, response_format="wav").content
+    rate, width, channels, frames = wav_params(data)
+    assert (rate, width, channels) == (24000, 2, 1) and frames > 24000
+    text = heard(client, data)
+    assert wer(SPEECH, text) <= 0.05, text
+
+
+def test_speech_pcm_transcribes_back(client):
+    pcm = client.audio.speech.create(model="gpt-4o-mini-tts", voice="nova", input=SPEECH, response_format="pcm").content
+    assert len(pcm) % 2 == 0 and len(pcm) > 48000
+    text = heard(client, wav_of_pcm(pcm))
+    assert wer(SPEECH, text) <= 0.05, text
+
+
+def test_speech_streams_from_the_first_sentence(client):
+    t0 = time.monotonic()
+    first = None
+    pcm = b""
+    with client.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=LONG_SPEECH,
+                                                             response_format="pcm") as r:
+        for chunk in r.iter_bytes():
+            if chunk and first is None:
+                first = time.monotonic() - t0
+            pcm += chunk
+    total = time.monotonic() - t0
+    print(f"speech streamed: first bytes after {first * 1000:.0f} ms, all {len(pcm) / 48000:.1f} s of audio "
+          f"after {total * 1000:.0f} ms")
+    assert first < 0.6 * total, (first, total)
+    assert wer(LONG_SPEECH, heard(client, wav_of_pcm(pcm))) <= 0.1
+
+
+def test_speech_speed(client):
+    normal = wav_params(client.audio.speech.create(model="tts-1", voice="alloy", input=SPEECH,
+                                                   response_format="wav").content)[3]
+    fast = wav_params(client.audio.speech.create(model="tts-1", voice="alloy", input=SPEECH, response_format="wav",
+                                                 speed=2.0).content)[3]
+    assert 0.35 < fast / normal < 0.7, (fast, normal)
+
+
+@pytest.mark.parametrize("fields,error,param", [
+    ({"voice": "robot"}, openai.BadRequestError, "voice"),
+    ({"response_format": "mp3"}, openai.BadRequestError, "response_format"),
+    ({"response_format": "opus"}, openai.BadRequestError, "response_format"),
+    ({"stream_format": "sse"}, openai.BadRequestError, "stream_format"),
+    ({"speed": 9}, openai.BadRequestError, "speed"),
+    ({"model": "tts-9"}, openai.NotFoundError, "model"),
+])
+def test_speech_bad_input(client, fields, error, param):
+    args = dict(model="tts-1", voice="alloy", input="Hello.", response_format="wav") | fields
+    with pytest.raises(error) as e:
+        client.audio.speech.create(**args)
+    assert e.value.body["param"] == param and e.value.body["type"] == "invalid_request_error", e.value.body
+
+
+def test_speech_engine_refusal_is_openai_shaped(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.audio.speech.create(model="tts-1", voice="alloy", input="", response_format="wav")
+    assert e.value.body["type"] == "invalid_request_error" and e.value.message, e.value.body
 
 
 def test_still_serving_after_bad_requests(transcribe, reference):
