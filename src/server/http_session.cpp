@@ -16,6 +16,9 @@
 
 #include "brisvox/error.h"
 #include "server/hangup_watch.h"
+#include "server/openai_api.h"
+#include "server/openai_speech.h"
+#include "server/openai_transcription.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
 #include "server/access_policy.h"
@@ -229,14 +232,16 @@ bool HttpSession::check_head() {
   const Route route = route_for(req);
   body_limit_ = body_limit(route, ctx_.config.limits);
   parser_->body_limit(body_limit_.bytes);
-  if (route == Route::kTts && (req.method() == http::verb::post || beast::websocket::is_upgrade(req))) {
+  if ((route == Route::kTts && (req.method() == http::verb::post || beast::websocket::is_upgrade(req))) ||
+      route == Route::kOpenAiSpeech) {
     // Text to speech: the token and Origin before the body too (handle() checks again, at no cost).
     if (auto refusal = check_access(ctx_, req)) {
       send_and_close(std::move(*refusal));
       return false;
     }
   }
-  if (route == Route::kVad || route == Route::kTranscribe) {
+  if (route == Route::kVad || route == Route::kTranscribe || route == Route::kOpenAiTranscriptions ||
+      route == Route::kOpenAiTranslations) {
     // Before the body is read: a client without the token, or one over the upload limit, does not
     // get its 64 MiB buffered.
     if (auto refusal = check_access(ctx_, req)) {
@@ -350,9 +355,9 @@ void HttpSession::handle(Request request) {
     upgrade(std::move(request), endpoint);
     return;
   }
-  if (route == Route::kVad || route == Route::kTranscribe) {
+  if (route == Route::kVad || route == Route::kTranscribe || route == Route::kOpenAiTranscriptions) {
     // Token and Origin were checked with the head (check_head), and the upload holds its slot.
-    start_audio_job(std::move(request), route == Route::kVad ? AudioEndpoint::kVad : AudioEndpoint::kTranscribe);
+    start_audio_job(std::move(request), route);
     return;
   }
   if (route == Route::kTts && request.method() == http::verb::post) {
@@ -363,12 +368,32 @@ void HttpSession::handle(Request request) {
     start_tts(std::move(request));
     return;
   }
+  if (route == Route::kOpenAiSpeech) {
+    // OpenAI's body becomes POST /v1/tts's, which answers it as its own.
+    if (auto refusal = check_access(ctx_, request)) {
+      send(std::move(*refusal));
+      return;
+    }
+    try {
+      request.body() = openai_speech_to_tts_body(ctx_.engine.config(), request.body());
+    } catch (const OpenAiError& e) {
+      ctx_.metrics.count_error(e.code.empty() ? "bad_request" : e.code);
+      auto res = error_response(request, static_cast<http::status>(e.status), e.code, e.message);
+      res.body() = openai_error_body(e.status, e.message, e.param, e.code);
+      res.prepare_payload();
+      send(std::move(res));
+      return;
+    }
+    request.prepare_payload();
+    start_tts(std::move(request));
+    return;
+  }
   auto res = immediate_response(ctx_, request, route);
   if (res.result_int() >= 400) ctx_.metrics.count_error(res.result_int() == 404 ? "not_found" : "bad_request");
   send(std::move(res));
 }
 
-void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
+void HttpSession::start_audio_job(Request request, Route route) {
   if (ctx_.draining.load()) {
     send(error_response(request, http::status::service_unavailable, "shutting_down", "the server is shutting down"));
     return;
@@ -379,11 +404,17 @@ void HttpSession::start_audio_job(Request request, AudioEndpoint endpoint) {
   // upload slot are free again at the next block (issue 35 D4).
   auto gone = std::make_shared<std::atomic<bool>>(false);
   hangup_ = HangupWatch::start(stream_.socket(), [gone] { gone->store(true, std::memory_order_relaxed); });
-  net::post(ctx_.jobs, [self = shared_from_this(), req, endpoint, gone] {
+  net::post(ctx_.jobs, [self = shared_from_this(), req, route, gone] {
+    const auto& limits = self->ctx_.config.limits;
+    const std::string_view content_type = to_sv((*req)[http::field::content_type]);
     HttpAnswer answer =
-        run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(), target_query(to_sv(req->target())),
-                          endpoint, self->ctx_.aborting, self->ctx_.config.limits.max_upload_s,
-                          to_sv((*req)[http::field::content_type]), gone.get());
+        route == Route::kOpenAiTranscriptions
+            ? run_openai_transcription(self->ctx_.engine, self->ctx_.metrics, req->body(), content_type,
+                                       self->ctx_.aborting, limits.max_upload_s, gone.get())
+            : run_audio_request(self->ctx_.engine, self->ctx_.metrics, req->body(),
+                                target_query(to_sv(req->target())),
+                                route == Route::kVad ? AudioEndpoint::kVad : AudioEndpoint::kTranscribe,
+                                self->ctx_.aborting, limits.max_upload_s, content_type, gone.get());
     if (!answer.error_code.empty()) self->ctx_.metrics.count_error(answer.error_code);
     auto res = std::make_shared<Response>(static_cast<http::status>(answer.status), req->version());
     res->set(http::field::server, "brisvox/" BRISVOX_VERSION);
@@ -440,6 +471,12 @@ void HttpSession::start_tts(Request request) {
 }
 
 void HttpSession::send(Response response, bool close_after) {
+  // OpenAI's paths answer every error in OpenAI's shape, whoever refused the request (the token,
+  // the upload gate, the body limit, the engine), so that its clients raise their own exceptions.
+  if (response.result_int() >= 400 && is_openai_path(log_path_)) {
+    response.body() = to_openai_error(response.result_int(), response.body());
+    response.prepare_payload();
+  }
   const bool close = close_after || response.need_eof();
   if (close) response.keep_alive(false);
   if (head_request_ && !response.body().empty()) {
@@ -469,8 +506,10 @@ void HttpSession::log_access(const Response& response, std::size_t body_bytes) c
     // The answer's own error ({"error":{"code":..,"message":..}}): why a request was refused.
     const auto body = nlohmann::json::parse(response.body(), nullptr, /*allow_exceptions=*/false);
     if (body.is_object() && body.contains("error") && body["error"].is_object()) {
-      code = body["error"].value("code", "");
-      message = body["error"].value("message", "");
+      // OpenAI's shape may hold a null code.
+      const auto& e = body["error"];
+      if (e.contains("code") && e["code"].is_string()) code = e["code"].get<std::string>();
+      if (e.contains("message") && e["message"].is_string()) message = e["message"].get<std::string>();
     }
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - head_time_).count();

@@ -46,8 +46,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_body(boost::beast::error_code ec);
   void handle(Request request);
   void refuse_body(const Request& request);  // 413, then linger
-  // POST /v1/vad and /v1/transcribe: decoded and run on a job thread (never on this strand).
-  void start_audio_job(Request request, AudioEndpoint endpoint);
+  // POST /v1/vad, /v1/transcribe and /v1/audio/transcriptions: decoded and run on a job thread
+  // (never on this strand).
+  void start_audio_job(Request request, Route route);
   // A WebSocket upgrade to `endpoint` (/v1/stream, /v1/tts): admitted (ws_admission.h), the socket
   // goes to a WsConnection running the endpoint's handler; refused, the refusal is answered.
   void upgrade(Request request, WsEndpoint& endpoint);

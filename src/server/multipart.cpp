@@ -66,7 +66,8 @@ bool is_multipart_form(std::string_view content_type) {
   return type == "multipart/form-data";
 }
 
-FormFile form_field(std::string_view body, std::string_view content_type, std::string_view field) {
+void for_each_form_part(std::string_view body, std::string_view content_type,
+                        const std::function<bool(const FormPart&)>& visit) {
   const std::optional<std::string> boundary = header_param(content_type, "boundary");
   // RFC 2046: 1 to 70 characters.
   if (!boundary || boundary->empty() || boundary->size() > 70) fail("the Content-Type has no valid boundary");
@@ -79,7 +80,6 @@ FormFile form_field(std::string_view body, std::string_view content_type, std::s
     pos += 2;
   }
   const std::string next_delimiter = "\r\n" + delimiter;
-  std::vector<std::string> names;
   while (true) {
     pos += delimiter.size();
     if (body.substr(pos, 2) == "--") break;  // the closing delimiter
@@ -107,10 +107,23 @@ FormFile form_field(std::string_view body, std::string_view content_type, std::s
     const std::size_t data_end = body.find(next_delimiter, data_begin);
     if (data_end == std::string_view::npos) fail("it is cut short: the closing boundary is missing");
     if (!name) fail("a part has no Content-Disposition name");
-    if (*name == field) return FormFile{body.substr(data_begin, data_end - data_begin), filename};
-    names.push_back(*name);
+    if (!visit(FormPart{*name, filename, body.substr(data_begin, data_end - data_begin)})) return;
     pos = data_end + 2;
   }
+}
+
+FormFile form_field(std::string_view body, std::string_view content_type, std::string_view field) {
+  std::optional<FormFile> found;
+  std::vector<std::string> names;
+  for_each_form_part(body, content_type, [&](const FormPart& part) {
+    if (part.name == field) {
+      found = FormFile{part.data, std::string(part.filename)};
+      return false;
+    }
+    names.emplace_back(part.name);
+    return true;
+  });
+  if (found) return *found;
   // The error quotes the client's own field names: a few of them, each cut short, never the
   // whole form (a 20 MB form of names made a 20 MB error).
   constexpr std::size_t kShownNames = 8, kShownChars = 40;

@@ -7,6 +7,7 @@
 // Content-Type says nothing the audio decoder does not find in the bytes).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,19 @@ struct FormFile {
   std::string_view data;  // the part's bytes: a view into the body
   std::string filename;   // its filename="...", empty if none
 };
+
+// One part of a form: views into the body (valid while `visit` runs).
+struct FormPart {
+  std::string_view name;      // its Content-Disposition name
+  std::string_view filename;  // its filename="...", empty if none
+  std::string_view data;
+};
+
+// Every part of a multipart/form-data `body`, in order, to `visit`, until it returns false. The
+// errors of form_field for a malformed form (those after the part where `visit` stopped are not
+// seen).
+void for_each_form_part(std::string_view body, std::string_view content_type,
+                        const std::function<bool(const FormPart&)>& visit);
 
 // The form field `field` of a multipart/form-data `body` whose Content-Type is `content_type`.
 // Throws Error(kInvalidArgument) with what is wrong and how to send it right: no boundary, a

@@ -9,6 +9,8 @@
 #include "brisvox/runtime/runtime_info.h"
 #include "server/access_policy.h"
 #include "server/messages.h"
+#include "server/openai_api.h"
+#include "server/openai_transcription.h"
 #include "server/query_params.h"
 #include "server/static_files.h"
 #include "server/telephony_metrics.h"
@@ -118,6 +120,10 @@ Route route_for(const Request& request) {
     if (method == http::verb::options) return Route::kPreflight;
     return method == http::verb::post || method == http::verb::get ? Route::kTts : Route::kMethodNotAllowed;
   }
+  if (path == "/v1/audio/transcriptions") return only(http::verb::post, Route::kOpenAiTranscriptions);
+  if (path == "/v1/audio/translations") return only(http::verb::post, Route::kOpenAiTranslations);
+  if (path == "/v1/audio/speech") return only(http::verb::post, Route::kOpenAiSpeech);
+  if (path == "/v1/models") return get_or_head(Route::kOpenAiModels);
   if (path.starts_with("/v1/")) return Route::kNotFound;
   return method == http::verb::get || method == http::verb::head ? Route::kStatic : Route::kMethodNotAllowed;
 }
@@ -126,8 +132,11 @@ BodyLimit body_limit(Route route, const ServerLimits& limits) {
   switch (route) {
     case Route::kVad:
     case Route::kTranscribe:
+    case Route::kOpenAiTranscriptions:
+    case Route::kOpenAiTranslations:
       return {limits.max_body_bytes, "--max-body-bytes"};
     case Route::kTts:
+    case Route::kOpenAiSpeech:
       return {kMaxJsonBodyBytes, "a JSON request's limit"};
     default:
       return {kMaxOtherBodyBytes, "the limit of a route that takes no upload"};
@@ -146,6 +155,10 @@ std::string_view route_name(Route route) {
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
+    case Route::kOpenAiTranscriptions: return "openai_transcriptions";
+    case Route::kOpenAiTranslations: return "openai_translations";
+    case Route::kOpenAiSpeech: return "openai_speech";
+    case Route::kOpenAiModels: return "openai_models";
     case Route::kPreflight: return "preflight";
     case Route::kStatic: return "static";
     case Route::kNotFound: return "not_found";
@@ -244,6 +257,14 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
       res.set(http::field::access_control_max_age, "600");
       return res;
     }
+    case Route::kOpenAiModels:
+      if (auto refusal = check_access(ctx, request)) return std::move(*refusal);
+      return make_response(request, http::status::ok, "application/json", models_list_json(ctx.engine.config()));
+    case Route::kOpenAiTranslations: {
+      // The token was checked with the head; the upload is refused whatever it holds.
+      const HttpAnswer a = openai_translation_refusal(ctx.engine.config());
+      return make_response(request, static_cast<http::status>(a.status), a.content_type, a.body);
+    }
     case Route::kMethodNotAllowed:
       return error_response(
           request, http::status::method_not_allowed, "bad_request",
@@ -251,6 +272,8 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
     case Route::kNotFound:
     case Route::kVad:  // answered by the job; never here
     case Route::kTranscribe:
+    case Route::kOpenAiTranscriptions:
+    case Route::kOpenAiSpeech:
       break;
   }
   return error_response(request, http::status::not_found, "not_found",

@@ -12,8 +12,13 @@
 //   GET  /v1/telephony/twilio         WebSocket: a Twilio Media Stream, <Connect><Stream>, driven by
 //                                     the --call-app application (twilio_front.h, docs/TELEPHONY.md)
 //   GET  /v1/telephony/twilio/listen  the same for <Start><Stream>: listen-only
+//   POST /v1/audio/transcriptions  OpenAI's transcription (openai_transcription.h, docs/OPENAI.md)
+//   POST /v1/audio/translations    OpenAI's translation: refused, brisvox does not translate yet
+//   POST /v1/audio/speech          OpenAI's text to speech, answered as POST /v1/tts (openai_speech.h)
+//   GET  /v1/models    OpenAI's model list: the configured models and the stock names mapped to them
 //   GET  /, /<file>    the demo page (static_files.h)
-// Errors are JSON: {"error":{"code":"...","message":"..."}}.
+// Errors are JSON: {"error":{"code":"...","message":"..."}}; on OpenAI's paths (/v1/audio/...,
+// /v1/models) OpenAI's {"error":{"message","type","param","code"}} (openai_api.h).
 #pragma once
 
 #include <boost/beast/http/message.hpp>
@@ -32,18 +37,19 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 enum class Route {
-  kHealth, kReady, kMetrics, kStream, kCall, kTwilio, kTwilioListen, kVad, kTranscribe, kTts, kPreflight, kStatic,
-  kNotFound, kMethodNotAllowed
+  kHealth, kReady, kMetrics, kStream, kCall, kTwilio, kTwilioListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions,
+  kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
 };
 
 Route route_for(const Request& request);
 // The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
-// "call", "twilio", "vad", "transcribe", "tts", "preflight", "static", "not_found", "method_not_allowed".
+// "call", "twilio", "vad", "transcribe", "tts", "openai_transcriptions", "openai_translations",
+// "openai_speech", "openai_models", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 
 // The largest body a request to `route` may carry, and what to say when one is larger. Only the
-// uploads (POST /v1/vad, /v1/transcribe) take --max-body-bytes, and only they count against
-// --max-uploads; a JSON request (POST /v1/tts) is text and its options; every other route needs
+// uploads (POST /v1/vad, /v1/transcribe, /v1/audio/transcriptions, /v1/audio/translations) take --max-body-bytes, and only they count against
+// --max-uploads; a JSON request (POST /v1/tts, /v1/audio/speech) is text and its options; every other route needs
 // no body. So no route outside the upload gate buffers more than kMaxJsonBodyBytes per connection.
 inline constexpr std::size_t kMaxJsonBodyBytes = 256 << 10;  // a 20 000-byte text escaped, and options
 inline constexpr std::size_t kMaxOtherBodyBytes = 8 << 10;
@@ -61,8 +67,8 @@ Response error_response(const Request& request, boost::beast::http::status statu
 // `token_checked_later`: the Origin only (the endpoint's handler checks the token).
 std::optional<Response> check_access(ServerContext& ctx, const Request& request, bool token_checked_later = false);
 
-// The answer of every route except kStream with an upgrade, kVad, kTranscribe and kTts (they wait
-// for the engine).
+// The answer of every route except kStream with an upgrade, kVad, kTranscribe, kOpenAiTranscriptions
+// and kTts (they wait for the engine).
 Response immediate_response(ServerContext& ctx, const Request& request, Route route);
 
 // Headers that let an allowed cross-origin page read the answer (none for same-origin pages).

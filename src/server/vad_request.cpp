@@ -56,6 +56,42 @@ std::string_view http_code_for(ErrorCode code) {
   }
 }
 
+OfflineResult run_upload(Engine& engine, ServerMetrics& metrics, std::string_view audio, const AudioRequest& request,
+                         const std::atomic<bool>& abort, double max_duration_s, const std::atomic<bool>* client_gone) {
+  // Decoded a block at a time as the engine takes it (AudioReader): what a request holds is its
+  // audio and a few blocks, however long the audio; the limit is checked from the header (or a
+  // headerless audio's size) before anything is decoded, else as decoding passes it.
+  OfflineOptions options;
+  options.stream = request.stream;
+  options.abort = &abort;
+  options.cancel = client_gone;
+  options.read.max_duration_s = max_duration_s;
+  if (request.encoding_given) {
+    options.read.raw_encoding = request.encoding;
+    options.read.raw_sample_rate_hz = request.stream.sample_rate_hz;
+  }
+  // The messages name the request (?name=), not a temporary file.
+  const OfflineInput input{request.name, std::nullopt, std::as_bytes(std::span(audio.data(), audio.size()))};
+  const OfflineResult r = run_offline(engine, input, options);
+  metrics.audio_samples_received.fetch_add(r.samples_read, std::memory_order_relaxed);
+  if (r.error) {
+    // What the engine took is its to count (analysed or discarded when the stream closed).
+    metrics.count_loss(AudioLoss::kRequestFailed, r.samples_read - std::min(r.samples_read, r.samples_fed));
+    throw *r.error;
+  }
+  return r;
+}
+
+HttpAnswer upload_error_answer(const Error& e, double max_duration_s) {
+  if (e.code() == ErrorCode::kLimitExceeded) {
+    return error_answer(413, http_code_for(e.code()),
+                        fmt::format("{}: this server's limit is --max-upload-seconds {}; split the file or "
+                                    "stream it on /v1/stream",
+                                    e.what(), max_duration_s));
+  }
+  return error_answer(http_status_for(e.code()), http_code_for(e.code()), e.what());
+}
+
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
                              AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s,
                              std::string_view content_type, const std::atomic<bool>* client_gone) {
@@ -75,27 +111,7 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
       if (body.empty()) throw Error(ErrorCode::kBadAudio, "the form field 'file' is empty: it holds no audio");
     }
     if (body.empty()) throw Error(ErrorCode::kBadAudio, "the request body is empty: send the audio file as the body");
-    // Decoded a block at a time as the engine takes it (AudioReader): what a request holds is its
-    // body and a few blocks, however long the audio; the limit is checked from the header (or a
-    // headerless body's size) before anything is decoded, else as decoding passes it.
-    OfflineOptions options;
-    options.stream = request.stream;
-    options.abort = &abort;
-    options.cancel = client_gone;
-    options.read.max_duration_s = max_duration_s;
-    if (request.encoding_given) {
-      options.read.raw_encoding = request.encoding;
-      options.read.raw_sample_rate_hz = request.stream.sample_rate_hz;
-    }
-    // The messages name the request (?name=), not a temporary file.
-    const OfflineInput input{request.name, std::nullopt, std::as_bytes(std::span(body.data(), body.size()))};
-    const OfflineResult r = run_offline(engine, input, options);
-    metrics.audio_samples_received.fetch_add(r.samples_read, std::memory_order_relaxed);
-    if (r.error) {
-      // What the engine took is its to count (analysed or discarded when the stream closed).
-      metrics.count_loss(AudioLoss::kRequestFailed, r.samples_read - std::min(r.samples_read, r.samples_fed));
-      throw *r.error;
-    }
+    const OfflineResult r = run_upload(engine, metrics, body, request, abort, max_duration_s, client_gone);
     HttpAnswer a;
     if (endpoint == AudioEndpoint::kTranscribe) {
       a.body = transcript_json(r);  // as `brisvox transcribe --format json`
@@ -110,13 +126,7 @@ HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string
     a.body += "\n";
     return a;
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::kLimitExceeded) {
-      return error_answer(413, http_code_for(e.code()),
-                          fmt::format("{}: this server's limit is --max-upload-seconds {}; split the file or "
-                                      "stream it on /v1/stream",
-                                      e.what(), max_duration_s));
-    }
-    return error_answer(http_status_for(e.code()), http_code_for(e.code()), e.what());
+    return upload_error_answer(e, max_duration_s);
   } catch (const std::exception& e) {
     return error_answer(500, "internal", e.what());
   }

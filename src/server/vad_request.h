@@ -15,6 +15,8 @@
 #include <string_view>
 
 #include "brisvox/engine/engine.h"
+#include "brisvox/engine/offline.h"
+#include "brisvox/error.h"
 #include "server/metrics.h"
 #include "server/query_params.h"
 
@@ -39,6 +41,15 @@ struct HttpAnswer {
 HttpAnswer run_audio_request(Engine& engine, ServerMetrics& metrics, std::string_view body, std::string_view query,
                              AudioEndpoint endpoint, const std::atomic<bool>& abort, double max_duration_s,
                              std::string_view content_type = {}, const std::atomic<bool>* client_gone = nullptr);
+
+// The engine's run of one uploaded recording (`audio`: the file's bytes) with `request`'s pipeline,
+// as run_audio_request does it once the request is read: decoded a block at a time, the duration
+// limit, `abort` and `client_gone` as above, the audio counted in `metrics`. Throws Error.
+OfflineResult run_upload(Engine& engine, ServerMetrics& metrics, std::string_view audio, const AudioRequest& request,
+                         const std::atomic<bool>& abort, double max_duration_s, const std::atomic<bool>* client_gone);
+// The answer to an upload that failed with `e` (brisvox's error shape; 413 names
+// --max-upload-seconds).
+HttpAnswer upload_error_answer(const Error& e, double max_duration_s);
 
 // The HTTP status for a brisvox error code (400 for bad input, 503 when overloaded, ...).
 int http_status_for(ErrorCode code);
