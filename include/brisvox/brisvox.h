@@ -1,5 +1,6 @@
-/* brisvox C API: voice activity and end-of-turn detection for many concurrent audio streams, on one
- * shared engine. Link libbrisvox_c (CMake target brisvox::c); C99 or later, or C++.
+/* brisvox C API: voice activity, end-of-turn detection and transcripts for many concurrent audio
+ * streams, speech (text-to-speech) sessions, and calls that listen and speak at once, on one shared
+ * engine. Link libbrisvox_c (CMake target brisvox::c); C99 or later, or C++.
  *
  *   brisvox_engine_options eo;
  *   brisvox_engine_options_init(&eo);            // defaults, and eo.struct_size
@@ -22,9 +23,11 @@
  * Errors. Every function returns a brisvox_status (BRISVOX_OK = 0). On failure the message (what was
  * wrong, and what to do about it) can be read two ways:
  *   - brisvox_last_error_message(): the calling thread's last failure, from any function; the only
- *     way for a failed brisvox_engine_create or brisvox_stream_open, which give no handle;
- *   - brisvox_engine_message(engine) / brisvox_stream_message(stream): the last failure of a call
- *     on that handle, from whichever thread made it.
+ *     way for a failed brisvox_engine_create, which gives no handle (a failed *_open's message is
+ *     also its engine's);
+ *   - brisvox_engine_message(engine), brisvox_stream_message(stream), brisvox_call_message(call),
+ *     brisvox_speech_message(speech): the last failure of a call on that handle, from whichever
+ *     thread made it.
  * Both return a pointer to a copy owned by the calling thread, valid until that thread's next
  * brisvox_*_message call. Messages are UTF-8. No C++ exception ever leaves a function of this API,
  * and the library never exits or aborts the process.
@@ -38,9 +41,15 @@
  *
  * Threads. A handle is a pointer to an opaque object; the engine's own threads run inference, a
  * caller's thread never does. Each function states what may run concurrently with it.
- * Callbacks: one, optional: a stream's on_events (brisvox_stream_options, API version 2), which
- * tells an event loop that a stream has events to poll, so that one thread can serve many streams
- * without waiting on each (brisvox_stream_wait_events) or polling them all.
+ * Callbacks: one per handle, optional: on_events (brisvox_stream_options, API version 2; the call's
+ * and the speech session's options, version 3), which tells an event loop that a handle has events
+ * to poll, so that one thread can serve many without waiting on each (*_wait_events) or polling
+ * them all.
+ *
+ * Payloads. Transcripts and speech audio travel beside their events: an event that has one says
+ * so (payload, payload_bytes, payload_id) and is passed back to a *_read_* function by the
+ * consumer. Payloads are read in the order of their events; reading a later one discards those
+ * before it.
  */
 #ifndef BRISVOX_BRISVOX_H_
 #define BRISVOX_BRISVOX_H_
