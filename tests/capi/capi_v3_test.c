@@ -2,7 +2,8 @@
  * Whisper tiny.en, the Piper voice en_US-joe-medium): a stream's transcripts and
  * brisvox_transcribe_file against `brisvox transcribe --format json` of the same file; a call that
  * speaks (audio that is not silence, of a plausible length, marks), a caller who talks over it
- * (BARGE_IN, then TTS_INTERRUPTED with the audio handed out); a speech session (speak, read, cancel);
+ * (BARGE_IN, then TTS_INTERRUPTED with the audio handed out); a speech session (speak, read, cancel)
+ * and its audio against `brisvox say`'s;
  * and the statuses of bad arguments, missing models and a destroyed engine. About 15 s.
  *
  *   brisvox_capi_v3_test SAMPLE.wav BRISVOX   (16 kHz 16-bit mono WAV; the brisvox tool)
@@ -503,6 +504,82 @@ static void test_speech(brisvox_engine* engine) {
   CHECK_STATUS(brisvox_speech_close(sp), BRISVOX_OK);
 }
 
+
+/* A speech session's audio equals what `brisvox say` writes for the same text and settings
+ * (deterministic: noise_scale 0 and noise_w_scale 0; whole sentences: fast_start 0), as 16-bit PCM
+ * converted the way it converts (piper-tts's: x 32767, clamped, truncated). */
+static float g_said[1 << 20];
+
+static void test_speech_equals_say(brisvox_engine* engine, const char* cli, const char* voice) {
+  const char* text = "Hello there. How can I help you today?";
+  char command[8192];
+  snprintf(command, sizeof command,
+           "'%s' say --voice '%s' --noise-scale 0 --noise-w-scale 0 --format raw -o - '%s' 2>/dev/null | od -An -v -td2",
+           cli, voice, text);
+  char* said = run_command(command);
+  CHECK(said != NULL);
+  if (!said) return;
+  const char* names[] = {"noise_scale", "noise_w_scale"};
+  const double values[] = {0.0, 0.0};
+  brisvox_speech_options so;
+  brisvox_speech_options_init(&so);
+  so.fast_start = 0;
+  so.voice_option_names = names;
+  so.voice_option_values = values;
+  so.num_voice_options = 2;
+  brisvox_speech* sp = NULL;
+  CHECK_STATUS(brisvox_speech_open(engine, &so, &sp), BRISVOX_OK);
+  if (!sp) {
+    free(said);
+    return;
+  }
+  uint32_t id = 0;
+  CHECK_STATUS(brisvox_speech_speak(sp, text, &id), BRISVOX_OK);
+  size_t total = 0;
+  int done = 0;
+  const double deadline = now_s() + 30;
+  while (!done && now_s() < deadline) {
+    brisvox_event ev[8];
+    size_t n = 0;
+    CHECK_STATUS(brisvox_speech_poll(sp, ev, 8, sizeof ev[0], &n), BRISVOX_OK);
+    for (size_t i = 0; i < n; ++i) {
+      if (ev[i].type == BRISVOX_EVENT_TTS_AUDIO) {
+        size_t got = 0;
+        CHECK_STATUS(brisvox_speech_read_audio(sp, &ev[i], g_said + total, sizeof g_said / sizeof g_said[0] - total, &got),
+                     BRISVOX_OK);
+        total += got;
+      }
+      if (ev[i].type == BRISVOX_EVENT_TTS_END || ev[i].type == BRISVOX_EVENT_ERROR) done = 1;
+      CHECK(ev[i].type != BRISVOX_EVENT_ERROR);
+    }
+    int32_t ready = 0;
+    if (!done && n == 0) CHECK_STATUS(brisvox_speech_wait_events(sp, 20, &ready), BRISVOX_OK);
+  }
+  CHECK(done && total > 22050); /* over a second at the voice's 22050 Hz */
+  size_t count = 0, differ = 0;
+  int most = 0;
+  const char* p = said;
+  char* next = NULL;
+  for (long v = strtol(p, &next, 10); next != p; p = next, v = strtol(p, &next, 10)) {
+    if (count < total) {
+      float x = g_said[count] * 32767.0f;
+      x = x > 32767.0f ? 32767.0f : x < -32767.0f ? -32767.0f : x;
+      const int diff = abs((int)(int16_t)x - (int)v);
+      if (diff != 0) ++differ;
+      if (diff > most) most = diff;
+    }
+    ++count;
+  }
+  CHECK(count == total);
+  CHECK(differ == 0);
+  if (count != total || differ != 0) {
+    fprintf(stderr, "brisvox say: %zu samples, the session: %zu; %zu differ (at most by %d)\n", count, total, differ,
+            most);
+  }
+  free(said);
+  CHECK_STATUS(brisvox_speech_close(sp), BRISVOX_OK);
+}
+
 /* ---- bad arguments ---- */
 
 static void test_null_handles(void) {
@@ -736,6 +813,7 @@ int main(int argc, char** argv) {
     test_call_speaks(engine);
     test_call_barge_in(engine, &pcm);
     test_speech(engine);
+    test_speech_equals_say(engine, argv[2], voice);
     test_destroyed_engine(engine, &pcm); /* destroys it */
   }
   free(pcm.samples);
