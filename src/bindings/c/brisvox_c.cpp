@@ -136,10 +136,6 @@ static_assert(static_cast<int>(ErrorCode::kLimitExceeded) == static_cast<int>(Er
 // Version 2's brisvox_event, which callers built against it still pass (event_size 48).
 static_assert(offsetof(brisvox_event, utterance_id) == 48);
 
-void check_timeout(int32_t timeout_ms, const char* function) {
-  if (timeout_ms < 0) invalid(fmt::format("{}: timeout_ms is {}, must be >= 0", function, timeout_ms));
-}
-
 // Runs one file through `engine` with `options` and returns the result; throws its error.
 OfflineResult run_file(brisvox_engine* engine, const char* path, const StreamConfig& stream) {
   OfflineOptions offline;

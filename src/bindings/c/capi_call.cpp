@@ -199,7 +199,7 @@ brisvox_status brisvox_call_wait_events(brisvox_call* call, int32_t timeout_ms, 
   if (ready != nullptr) *ready = 0;
   return guarded(slot(call), [&] {
     require_pointer(call, "brisvox_call_wait_events", "call");
-    if (timeout_ms < 0) invalid(fmt::format("brisvox_call_wait_events: timeout_ms is {}, must be >= 0", timeout_ms));
+    check_timeout(timeout_ms, "brisvox_call_wait_events");
     const bool pending = call->open("brisvox_call_wait_events").wait_events(std::chrono::milliseconds(timeout_ms));
     if (ready != nullptr) *ready = pending ? 1 : 0;
   });

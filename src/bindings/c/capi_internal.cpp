@@ -139,6 +139,10 @@ void check_event_size(std::size_t event_size, const char* function) {
   }
 }
 
+void check_timeout(int32_t timeout_ms, const char* function) {
+  if (timeout_ms < 0) invalid(fmt::format("{}: timeout_ms is {}, must be >= 0", function, timeout_ms));
+}
+
 void check_transcript_args(const brisvox_event* event, brisvox_transcript* out, const char* function) {
   require_pointer(event, function, "event");
   require_pointer(out, function, "transcript");

@@ -5,10 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,6 +115,9 @@ char* malloc_string(std::string_view s);
 brisvox_event to_c(const Event& e, bool speech_side) noexcept;
 // The engine's event back from the C record, as far as reading its payload needs.
 Event from_c(const brisvox_event& e) noexcept;
+
+// Checks the timeout_ms argument of the *_wait_events functions.
+void check_timeout(int32_t timeout_ms, const char* function);
 
 // Checks the event_size argument of the *_poll functions (`function` names the caller).
 void check_event_size(std::size_t event_size, const char* function);

@@ -130,7 +130,7 @@ brisvox_status brisvox_speech_wait_events(brisvox_speech* speech, int32_t timeou
   if (ready != nullptr) *ready = 0;
   return guarded(slot(speech), [&] {
     require_pointer(speech, "brisvox_speech_wait_events", "speech");
-    if (timeout_ms < 0) invalid(fmt::format("brisvox_speech_wait_events: timeout_ms is {}, must be >= 0", timeout_ms));
+    check_timeout(timeout_ms, "brisvox_speech_wait_events");
     const bool pending =
         speech->open("brisvox_speech_wait_events").wait_events(std::chrono::milliseconds(timeout_ms));
     if (ready != nullptr) *ready = pending ? 1 : 0;
