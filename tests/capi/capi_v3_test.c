@@ -681,6 +681,17 @@ static void test_call_arguments(brisvox_engine* engine) {
   t.struct_size = 8;
   CHECK_STATUS(brisvox_call_read_transcript(c, &ev[0], &t), BRISVOX_ERR_INVALID_ARGUMENT);
   CHECK(contains(brisvox_call_message(c), "struct_size"));
+  /* Oversize text: refused with the limit, nothing queued. */
+  const size_t big_bytes = 1 << 20;
+  char* big = malloc(big_bytes + 1);
+  CHECK(big != NULL);
+  if (big) {
+    for (size_t i = 0; i < big_bytes; ++i) big[i] = i % 8 == 7 ? ' ' : 'a';
+    big[big_bytes] = '\0';
+    CHECK_STATUS(brisvox_call_speak(c, big, &id), BRISVOX_ERR_INVALID_ARGUMENT);
+    CHECK(contains(brisvox_call_message(c), "more than the limit"));
+    free(big);
+  }
   CHECK_STATUS(brisvox_call_speak(c, "Still here.", &id), BRISVOX_OK);
   CHECK(id == 1);
   CHECK_STATUS(brisvox_call_close(c), BRISVOX_OK);
