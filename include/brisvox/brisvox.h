@@ -215,7 +215,7 @@ BRISVOX_C_API brisvox_status brisvox_stream_options_init(brisvox_stream_options*
 
 /* Opens a stream. `options` NULL: the defaults. On failure *stream is NULL and the message is the
  * thread's and the engine's: BRISVOX_ERR_INVALID_ARGUMENT (a field out of range, named; turn set
- * on an engine without a turn model), BRISVOX_ERR_OVERLOADED (max_streams open, or the engine
+ * on an engine without a turn model, transcripts without an stt_model), BRISVOX_ERR_OVERLOADED (max_streams open, or the engine
  * behind its budget: try later). Any thread, concurrently with other opens and with calls on other
  * streams. */
 BRISVOX_C_API brisvox_status brisvox_stream_open(brisvox_engine* engine, const brisvox_stream_options* options,
