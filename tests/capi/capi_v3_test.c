@@ -4,7 +4,7 @@
  * speaks (audio that is not silence, of a plausible length, marks), a caller who talks over it
  * (BARGE_IN, then TTS_INTERRUPTED with the audio handed out); a speech session (speak, read, cancel)
  * and its audio against `brisvox say`'s;
- * and the statuses of bad arguments, missing models and a destroyed engine. About 15 s.
+ * and the statuses of bad arguments, missing models and a destroyed engine. About 16 s of CPU.
  *
  *   brisvox_capi_v3_test SAMPLE.wav BRISVOX   (16 kHz 16-bit mono WAV; the brisvox tool)
  * The models are found beside SAMPLE.wav (third_party/audio/../models).
