@@ -568,6 +568,9 @@ static void test_missing_models(const char* wav) {
   brisvox_engine_options_init(&eo);
   eo.vad_workers = 1;
   eo.admission_control = 0;
+  /* Version 2's engine options (they end before stt_model): accepted, with no stt model or voice. */
+  eo.struct_size = offsetof(brisvox_engine_options, stt_model);
+  eo.voice = "/nonexistent/voice.onnx"; /* beyond the struct_size given: never read */
   brisvox_engine* engine = NULL;
   CHECK_STATUS(brisvox_engine_create(&eo, &engine), BRISVOX_OK);
   if (!engine) return;
