@@ -1,154 +1,34 @@
-// The C API (include/brisvox/brisvox.h) over brisvox::Engine. Every exported function runs its body
-// inside `guarded`, which turns any exception into a status code and a message: none crosses the
-// C boundary.
-#include "brisvox/brisvox.h"
-
-#include <fmt/format.h>
-
+// The C API (include/brisvox/brisvox.h) over brisvox::Engine: status names and messages, the
+// engine, streams (with their transcripts) and whole files; calls and speech sessions are
+// capi_call.cpp's and capi_speech.cpp's. Every exported function runs its body inside `guarded`,
+// which turns any exception into a status code and a message: none crosses the C boundary.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
-#include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
 #include "brisvox/formats/result_json.h"
-#include "brisvox/error.h"
+#include "capi_internal.h"
 
-namespace {
+namespace brisvox::capi {
 
-using brisvox::Error;
-using brisvox::ErrorCode;
-
-// The message of the last failed call on one handle, written and read from any thread.
-struct MessageSlot {
-  mutable std::mutex mutex;
-  std::string text;
-  void set(const std::string& m) {
-    std::lock_guard lock(mutex);
-    text = m;
-  }
-  std::string get() const {
-    std::lock_guard lock(mutex);
-    return text;
-  }
-};
-
-thread_local std::string t_last_error;  // the calling thread's last failure
-thread_local std::string t_returned;    // what the last brisvox_*_message call returned
-
-const char* return_copy(std::string s) noexcept {
-  t_returned = std::move(s);  // noexcept in practice: a failed allocation here would terminate
-  return t_returned.c_str();
-}
-
-brisvox_status status_of(ErrorCode code) noexcept {
-  // kLimitExceeded (after kInternal) comes only from limits the C API does not set (the server's
-  // --max-upload-seconds): not a status of its own, and not shifted onto BRISVOX_ERR_OUT_OF_MEMORY.
-  if (code == ErrorCode::kLimitExceeded) return BRISVOX_ERR_INVALID_ARGUMENT;
-  // ErrorCode's values in order, shifted by one (0 is BRISVOX_OK).
-  return static_cast<brisvox_status>(static_cast<int>(code) + 1);
-}
-
-// Runs `body`; on an exception records the message (the thread's, and the handle's when given)
-// and returns its status. Never throws.
-template <class Body>
-brisvox_status guarded(MessageSlot* slot, Body&& body) noexcept {
-  brisvox_status status = BRISVOX_OK;
-  std::string message;
-  try {
-    body();
-    return BRISVOX_OK;
-  } catch (const Error& e) {
-    status = status_of(e.code());
-    try {
-      message = e.what();
-    } catch (...) {
-    }
-  } catch (const std::bad_alloc&) {
-    status = BRISVOX_ERR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    status = BRISVOX_ERR_INTERNAL;
-    try {
-      message = fmt::format("internal error (please report it): {}", e.what());
-    } catch (...) {
-    }
-  } catch (...) {
-    status = BRISVOX_ERR_INTERNAL;
-  }
-  try {
-    if (message.empty()) message = status == BRISVOX_ERR_OUT_OF_MEMORY ? "out of memory" : "internal error";
-    t_last_error = message;
-    if (slot != nullptr) slot->set(message);
-  } catch (...) {
-    // Out of memory while recording the message: the status still says what happened.
-  }
-  return status;
-}
-
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
-
-void require_pointer(const void* p, const char* function, const char* name) {
-  if (p == nullptr) invalid(fmt::format("{}: {} is NULL", function, name));
-}
-
-// Larger struct_size values than this are taken for uninitialised memory, not a newer header.
-constexpr std::size_t kMostStructSize = 4096;
-
-// The caller's option struct as this library's version of it (see "Versioning" in brisvox.h).
-// `oldest`: the struct_size of the first API version's layout, which is accepted with the fields
-// added since at their defaults.
-template <class T>
-T read_options(const T* in, const char* type, const char* init, void (*defaults)(T&), std::size_t oldest) {
-  T out{};
-  defaults(out);
-  if (in == nullptr) return out;
-  const std::size_t size = in->struct_size;
-  if (size < sizeof(T) && size != oldest) {
-    invalid(fmt::format("{}.struct_size is {}, expected sizeof({}) = {} (brisvox C API {}): call {}() first, "
-                        "or set struct_size = sizeof({})",
-                        type, size, type, sizeof(T), BRISVOX_C_API_VERSION, init, type));
-  }
-  if (size > kMostStructSize) {
-    invalid(fmt::format("{}.struct_size is {}: not initialised? (sizeof({}) = {}; call {}() first)", type, size,
-                        type, sizeof(T), init));
-  }
-  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
-  for (std::size_t i = sizeof(T); i < size; ++i) {
-    if (bytes[i] != 0) {
-      invalid(fmt::format("{}.struct_size is {}, larger than this library's {} (brisvox C API {}), and the fields "
-                          "it does not know are set (byte {}): the header you compiled against is newer than the "
-                          "library; leave those fields zero or use a newer library",
-                          type, size, sizeof(T), BRISVOX_C_API_VERSION, i));
-    }
-  }
-  std::memcpy(&out, in, std::min(size, sizeof(T)));
-  out.struct_size = sizeof(T);
-  return out;
-}
-
-// The layouts of API version 1.
-constexpr std::size_t kEngineOptionsV1 = sizeof(brisvox_engine_options);
+// The layouts of earlier API versions.
+constexpr std::size_t kEngineOptionsV2 = offsetof(brisvox_engine_options, stt_model);  // = version 1's
 constexpr std::size_t kStreamOptionsV1 = offsetof(brisvox_stream_options, on_events);
+constexpr std::size_t kStreamOptionsV2 = offsetof(brisvox_stream_options, transcripts);
 
 void engine_defaults(brisvox_engine_options& o) {
-  const brisvox::EngineConfig d;
+  const EngineConfig d;
   o = brisvox_engine_options{};
   o.struct_size = sizeof(o);
-  o.vad_model = nullptr;
-  o.vad_workers = 0;
-  o.vad_max_batch = 0;
-  o.turn_model = nullptr;
-  o.turn_workers = 0;
   o.max_streams = d.max_streams;
   o.latency_budget_ms = d.latency_budget_ms;
   o.admission_control = d.admission_control ? 1 : 0;
@@ -156,9 +36,9 @@ void engine_defaults(brisvox_engine_options& o) {
 }
 
 void stream_defaults(brisvox_stream_options& o) {
-  const brisvox::StreamConfig d;
-  const brisvox::TurnParams t;
-  const brisvox::TurnOptions ts;
+  const StreamConfig d;
+  const TurnParams t;
+  const TurnOptions ts;
   o = brisvox_stream_options{};
   o.struct_size = sizeof(o);
   o.sample_rate_hz = d.sample_rate_hz;
@@ -176,10 +56,18 @@ void stream_defaults(brisvox_stream_options& o) {
   o.turn_max_silence_ms = t.max_silence_ms;
   o.turn_threshold = t.turn_threshold;
   o.turn_wait_for_verdict = ts.wait_for_verdict ? 1 : 0;
+  o.transcripts = 0;
+  o.language = nullptr;
+  o.stt_window = BRISVOX_STT_WINDOW_FULL;
 }
 
-brisvox::StreamConfig stream_config(const brisvox_stream_options& o) {
-  brisvox::StreamConfig c;
+brisvox_stream_options read_stream_options(const brisvox_stream_options* in) {
+  return read_options(in, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
+                      {kStreamOptionsV1, kStreamOptionsV2});
+}
+
+StreamConfig stream_config(const brisvox_stream_options& o) {
+  StreamConfig c;
   c.sample_rate_hz = o.sample_rate_hz;
   c.buffer_ms = o.buffer_ms;
   c.vad.params.threshold = o.threshold;
@@ -190,7 +78,7 @@ brisvox::StreamConfig stream_config(const brisvox_stream_options& o) {
   c.vad.params.max_speech_s = o.max_speech_s;
   c.vad.emit_probabilities = o.emit_probabilities != 0;
   if (o.turn != 0) {
-    brisvox::TurnOptions turn;
+    TurnOptions turn;
     turn.params.stop_ms = o.turn_stop_ms;
     turn.params.pre_speech_ms = o.turn_pre_speech_ms;
     turn.params.max_silence_ms = o.turn_max_silence_ms;
@@ -198,82 +86,86 @@ brisvox::StreamConfig stream_config(const brisvox_stream_options& o) {
     turn.wait_for_verdict = o.turn_wait_for_verdict != 0;
     c.turn = turn;
   }
+  if (o.transcripts != 0) {
+    SttOptions stt;
+    if (o.language != nullptr) stt.decode.language = o.language;
+    if (o.stt_window == BRISVOX_STT_WINDOW_FIT) {
+      stt.window = WhisperWindow::kFit;
+    } else if (o.stt_window != BRISVOX_STT_WINDOW_FULL) {
+      invalid(fmt::format("brisvox_stream_options.stt_window is {}: BRISVOX_STT_WINDOW_FULL (0) or "
+                          "BRISVOX_STT_WINDOW_FIT (1)",
+                          o.stt_window));
+    }
+    c.stt = stt;
+  } else if (o.language != nullptr || o.stt_window != BRISVOX_STT_WINDOW_FULL) {
+    invalid("brisvox_stream_options: language and stt_window are the transcripts' settings: set transcripts = 1 "
+            "too (the engine needs an stt_model)");
+  }
   return c;
-}
-
-brisvox_event to_c(const brisvox::Event& e) noexcept {
-  brisvox_event out{};
-  out.type = static_cast<int32_t>(e.type);
-  out.error_code = e.type == brisvox::EventType::kError ? static_cast<int32_t>(status_of(e.error_code)) : 0;
-  out.turn_reason = static_cast<int32_t>(e.turn_reason);
-  out.probability = e.probability;
-  out.start_s = e.start_s;
-  out.end_s = e.end_s;
-  out.frame_index = e.frame_index;
-  out.backlog_ms = e.backlog_ms;
-  out.rejected_samples = e.rejected_samples;
-  return out;
 }
 
 // The values of the C enums are the C++ ones: checked here, so that a change on either side fails
 // to compile.
-static_assert(static_cast<int>(brisvox::EventType::kSpeechStart) == BRISVOX_EVENT_SPEECH_START);
-static_assert(static_cast<int>(brisvox::EventType::kSpeechEnd) == BRISVOX_EVENT_SPEECH_END);
-static_assert(static_cast<int>(brisvox::EventType::kVadProbability) == BRISVOX_EVENT_VAD_PROBABILITY);
-static_assert(static_cast<int>(brisvox::EventType::kOverload) == BRISVOX_EVENT_OVERLOAD);
-static_assert(static_cast<int>(brisvox::EventType::kError) == BRISVOX_EVENT_ERROR);
-static_assert(static_cast<int>(brisvox::EventType::kEndOfStream) == BRISVOX_EVENT_END_OF_STREAM);
-static_assert(static_cast<int>(brisvox::EventType::kTurnEnd) == BRISVOX_EVENT_TURN_END);
-static_assert(static_cast<int>(brisvox::EventType::kTurnIncomplete) == BRISVOX_EVENT_TURN_INCOMPLETE);
-static_assert(static_cast<int>(brisvox::EventType::kTranscript) == BRISVOX_EVENT_TRANSCRIPT);
-static_assert(static_cast<int>(brisvox::TurnAction::Reason::kModel) == BRISVOX_TURN_REASON_MODEL);
-static_assert(static_cast<int>(brisvox::TurnAction::Reason::kTimeout) == BRISVOX_TURN_REASON_TIMEOUT);
-static_assert(static_cast<int>(brisvox::TurnAction::Reason::kEndOfStream) == BRISVOX_TURN_REASON_END_OF_STREAM);
+static_assert(static_cast<int>(EventType::kSpeechStart) == BRISVOX_EVENT_SPEECH_START);
+static_assert(static_cast<int>(EventType::kSpeechEnd) == BRISVOX_EVENT_SPEECH_END);
+static_assert(static_cast<int>(EventType::kVadProbability) == BRISVOX_EVENT_VAD_PROBABILITY);
+static_assert(static_cast<int>(EventType::kOverload) == BRISVOX_EVENT_OVERLOAD);
+static_assert(static_cast<int>(EventType::kError) == BRISVOX_EVENT_ERROR);
+static_assert(static_cast<int>(EventType::kEndOfStream) == BRISVOX_EVENT_END_OF_STREAM);
+static_assert(static_cast<int>(EventType::kTurnEnd) == BRISVOX_EVENT_TURN_END);
+static_assert(static_cast<int>(EventType::kTurnIncomplete) == BRISVOX_EVENT_TURN_INCOMPLETE);
+static_assert(static_cast<int>(EventType::kTranscript) == BRISVOX_EVENT_TRANSCRIPT);
+static_assert(static_cast<int>(EventType::kTtsAudio) == BRISVOX_EVENT_TTS_AUDIO);
+static_assert(static_cast<int>(EventType::kTtsEnd) == BRISVOX_EVENT_TTS_END);
+static_assert(static_cast<int>(EventType::kTtsCancelled) == BRISVOX_EVENT_TTS_CANCELLED);
+static_assert(static_cast<int>(EventType::kBargeIn) == BRISVOX_EVENT_BARGE_IN);
+static_assert(static_cast<int>(EventType::kTtsInterrupted) == BRISVOX_EVENT_TTS_INTERRUPTED);
+static_assert(static_cast<int>(EventType::kTtsMark) == BRISVOX_EVENT_TTS_MARK);
+static_assert(static_cast<int>(PayloadStatus::kNone) == BRISVOX_PAYLOAD_NONE);
+static_assert(static_cast<int>(PayloadStatus::kAttached) == BRISVOX_PAYLOAD_ATTACHED);
+static_assert(static_cast<int>(PayloadStatus::kTruncated) == BRISVOX_PAYLOAD_TRUNCATED);
+static_assert(static_cast<int>(PayloadStatus::kDropped) == BRISVOX_PAYLOAD_DROPPED);
+static_assert(static_cast<int>(TurnAction::Reason::kModel) == BRISVOX_TURN_REASON_MODEL);
+static_assert(static_cast<int>(TurnAction::Reason::kTimeout) == BRISVOX_TURN_REASON_TIMEOUT);
+static_assert(static_cast<int>(TurnAction::Reason::kEndOfStream) == BRISVOX_TURN_REASON_END_OF_STREAM);
 static_assert(static_cast<int>(ErrorCode::kInvalidArgument) + 1 == BRISVOX_ERR_INVALID_ARGUMENT);
 static_assert(static_cast<int>(ErrorCode::kInferenceTimeout) + 1 == BRISVOX_ERR_INFERENCE_TIMEOUT);
 static_assert(static_cast<int>(ErrorCode::kInternal) + 1 == BRISVOX_ERR_INTERNAL);
 static_assert(static_cast<int>(ErrorCode::kLimitExceeded) == static_cast<int>(ErrorCode::kInternal) + 1,
               "a new ErrorCode needs its brisvox_status (status_of)");
+// Version 2's brisvox_event, which callers built against it still pass (event_size 48).
+static_assert(offsetof(brisvox_event, utterance_id) == 48);
 
-constexpr std::size_t kConvertChunk = 1024;  // int16 samples converted per push
+// Runs one file through `engine` with `options` and returns the result; throws its error.
+OfflineResult run_file(brisvox_engine* engine, const char* path, const StreamConfig& stream) {
+  OfflineOptions offline;
+  offline.stream = stream;
+  if (offline.stream.turn) offline.stream.turn->wait_for_verdict = true;
+  OfflineResult result = run_offline(*engine->engine, OfflineInput{path, std::nullopt}, offline);
+  if (result.error) throw *result.error;
+  return result;
+}
 
-}  // namespace
+}  // namespace brisvox::capi
 
-struct brisvox_stream;
+using namespace brisvox::capi;
+using brisvox::Error;
+using brisvox::ErrorCode;
 
-struct brisvox_engine {
-  std::unique_ptr<brisvox::Engine> engine;
-  MessageSlot message;
-  std::mutex streams_mutex;
-  std::unordered_set<brisvox_stream*> streams;  // open handles, closed by brisvox_engine_destroy
-};
-
-// A stream's on_events, called by the engine's worker. close() takes `mutex` to clear it, so that
-// no call starts after brisvox_stream_close returns and one in progress has finished by then.
-struct EventsCallback {
-  std::mutex mutex;
-  void (*function)(void*) = nullptr;
-  void* user_data = nullptr;
-  void call() noexcept {
-    std::lock_guard lock(mutex);
-    if (function != nullptr) function(user_data);
-  }
-  void clear() noexcept {
-    std::lock_guard lock(mutex);
-    function = nullptr;
-  }
-};
-
-struct brisvox_stream {
-  brisvox_engine* owner = nullptr;  // null once the engine is destroyed
+struct brisvox_stream : Handle {
   brisvox::Stream stream;
-  std::shared_ptr<EventsCallback> on_events;  // set when the options gave one
-  MessageSlot message;
+  std::string language;  // its transcripts' (brisvox_transcript.language)
   std::array<float, kConvertChunk> converted{};  // push_i16's float samples, preallocated
 
   brisvox::Stream& open(const char* function) {
-    if (owner == nullptr) throw Error(ErrorCode::kClosed, fmt::format("{}: the stream's engine was destroyed", function));
+    check_open(function, "stream");
     return stream;
+  }
+  void engine_gone() noexcept override {
+    brisvox::Stream gone = std::move(stream);  // closed here, before its engine goes
+    gone.close();
+    if (on_events) on_events->clear();
+    owner = nullptr;
   }
 };
 
@@ -292,13 +184,15 @@ const char* brisvox_status_name(brisvox_status status) {
 
 const char* brisvox_last_error_message(void) {
   try {
-    return return_copy(t_last_error);
+    return return_copy(thread_last_error());
   } catch (...) {
     return "";
   }
 }
 
 const char* brisvox_version(void) { return BRISVOX_VERSION; }
+
+int32_t brisvox_api_version(void) { return BRISVOX_C_API_VERSION; }
 
 brisvox_status brisvox_engine_options_init(brisvox_engine_options* options) {
   return guarded(nullptr, [&] {
@@ -318,16 +212,24 @@ brisvox_status brisvox_engine_create(const brisvox_engine_options* options, bris
   if (engine != nullptr) *engine = nullptr;
   return guarded(nullptr, [&] {
     require_pointer(engine, "brisvox_engine_create", "engine (where to store the handle)");
-    const brisvox_engine_options o =
-        read_options(options, "brisvox_engine_options", "brisvox_engine_options_init", engine_defaults,
-                     kEngineOptionsV1);
+    const brisvox_engine_options o = read_options(options, "brisvox_engine_options", "brisvox_engine_options_init",
+                                                  engine_defaults, {kEngineOptionsV2});
+    auto set = [](const char* s) { return s != nullptr && *s != '\0'; };
     brisvox::EngineConfig config;
-    config.models = {brisvox::ModelSpec::silero_vad(o.vad_model != nullptr && *o.vad_model ? o.vad_model : "v6")};
+    config.models = {brisvox::ModelSpec::silero_vad(set(o.vad_model) ? o.vad_model : "v6")};
     config.models[0].num_workers = o.vad_workers;
     config.models[0].max_batch = o.vad_max_batch;
-    if (o.turn_model != nullptr && *o.turn_model != '\0') {
+    if (set(o.turn_model)) {
       config.models.push_back(brisvox::ModelSpec::smart_turn(o.turn_model));
-      config.models[1].num_workers = o.turn_workers;
+      config.models.back().num_workers = o.turn_workers;
+    }
+    if (set(o.stt_model)) {
+      config.models.push_back(brisvox::ModelSpec::whisper(o.stt_model));
+      config.models.back().num_workers = o.stt_workers;
+    }
+    if (set(o.voice)) {
+      config.models.push_back(brisvox::ModelSpec::piper_tts(o.voice));
+      config.models.back().num_workers = o.tts_workers;
     }
     config.max_streams = o.max_streams;
     config.latency_budget_ms = o.latency_budget_ms;
@@ -343,14 +245,9 @@ brisvox_status brisvox_engine_destroy(brisvox_engine* engine) {
   if (engine == nullptr) return BRISVOX_OK;
   const brisvox_status status = guarded(nullptr, [&] {
     {
-      std::lock_guard lock(engine->streams_mutex);
-      for (brisvox_stream* s : engine->streams) {
-        brisvox::Stream gone = std::move(s->stream);  // closed here, before its engine goes
-        gone.close();
-        if (s->on_events) s->on_events->clear();
-        s->owner = nullptr;
-      }
-      engine->streams.clear();
+      std::lock_guard lock(engine->handles_mutex);
+      for (Handle* h : engine->handles) h->engine_gone();
+      engine->handles.clear();
     }
     engine->engine.reset();
   });
@@ -372,23 +269,18 @@ brisvox_status brisvox_stream_open(brisvox_engine* engine, const brisvox_stream_
   return guarded(engine != nullptr ? &engine->message : nullptr, [&] {
     require_pointer(engine, "brisvox_stream_open", "engine");
     require_pointer(stream, "brisvox_stream_open", "stream (where to store the handle)");
-    const brisvox_stream_options o =
-        read_options(options, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
-                     kStreamOptionsV1);
+    const brisvox_stream_options o = read_stream_options(options);
     auto handle = std::make_unique<brisvox_stream>();
     brisvox::StreamConfig config = stream_config(o);
-    if (o.on_events != nullptr) {
-      handle->on_events = std::make_shared<EventsCallback>();
-      handle->on_events->function = o.on_events;
-      handle->on_events->user_data = o.on_events_user_data;
-      config.on_events = [callback = handle->on_events] { callback->call(); };
+    if (config.stt && engine->engine->config().find_model("stt") == nullptr) {
+      invalid("brisvox_stream_open: transcripts need a speech-to-text model: set brisvox_engine_options.stt_model "
+              "(\"tiny.en\", or a Whisper model folder) when creating the engine");
     }
+    handle->on_events = make_callback(o.on_events, o.on_events_user_data);
+    config.on_events = engine_hook(handle->on_events);
+    if (config.stt) handle->language = config.stt->decode.language;
     handle->stream = engine->engine->open_stream(config);
-    handle->owner = engine;
-    {
-      std::lock_guard lock(engine->streams_mutex);
-      engine->streams.insert(handle.get());
-    }
+    attach(engine, handle.get());
     *stream = handle.release();
   });
 }
@@ -412,19 +304,9 @@ brisvox_status brisvox_stream_push_i16(brisvox_stream* stream, const int16_t* sa
     require_pointer(stream, "brisvox_stream_push_i16", "stream");
     if (num_samples > 0) require_pointer(samples, "brisvox_stream_push_i16", "samples");
     brisvox::Stream& s = stream->open("brisvox_stream_push_i16");
-    if (num_samples == 0) {
-      s.push({});  // the closed-stream check, as for float samples
-      return;
-    }
-    std::size_t done = 0;
-    while (done < num_samples) {
-      const std::size_t n = std::min(kConvertChunk, num_samples - done);
-      for (std::size_t i = 0; i < n; ++i) stream->converted[i] = static_cast<float>(samples[done + i]) / 32768.0f;
-      const std::size_t taken = s.push(std::span(stream->converted.data(), n));
-      done += taken;
-      if (num_accepted != nullptr) *num_accepted = done;
-      if (taken < n) break;  // the buffer is full: the rest is refused
-    }
+    const std::size_t n =
+        push_i16([&](std::span<const float> f) { return s.push(f); }, stream->converted, samples, num_samples);
+    if (num_accepted != nullptr) *num_accepted = n;
   });
 }
 
@@ -451,28 +333,10 @@ brisvox_status brisvox_stream_poll(brisvox_stream* stream, brisvox_event* events
     require_pointer(stream, "brisvox_stream_poll", "stream");
     require_pointer(num_events, "brisvox_stream_poll", "num_events");
     if (max_events > 0) require_pointer(events, "brisvox_stream_poll", "events");
-    if (event_size < sizeof(brisvox_event) || event_size > kMostStructSize) {
-      invalid(fmt::format("brisvox_stream_poll: event_size is {}, expected sizeof(brisvox_event) = {} (brisvox C API "
-                          "{})",
-                          event_size, sizeof(brisvox_event), BRISVOX_C_API_VERSION));
-    }
+    check_event_size(event_size, "brisvox_stream_poll");
     brisvox::Stream& s = stream->open("brisvox_stream_poll");
-    auto* out = reinterpret_cast<unsigned char*>(events);
-    std::array<brisvox::Event, 32> buffer;
-    std::size_t done = 0;
-    while (done < max_events) {
-      const std::size_t want = std::min(buffer.size(), max_events - done);
-      const std::size_t got = s.poll(std::span(buffer.data(), want));
-      for (std::size_t i = 0; i < got; ++i) {
-        const brisvox_event e = to_c(buffer[i]);
-        unsigned char* dst = out + (done + i) * event_size;
-        std::memset(dst, 0, event_size);
-        std::memcpy(dst, &e, sizeof(e));
-      }
-      done += got;
-      *num_events = done;
-      if (got < want) break;
-    }
+    poll_into([&](std::span<brisvox::Event> out) { return s.poll(out); }, [](const brisvox::Event&) { return false; },
+              events, max_events, event_size, num_events);
   });
 }
 
@@ -480,10 +344,20 @@ brisvox_status brisvox_stream_wait_events(brisvox_stream* stream, int32_t timeou
   if (ready != nullptr) *ready = 0;
   return guarded(stream != nullptr ? &stream->message : nullptr, [&] {
     require_pointer(stream, "brisvox_stream_wait_events", "stream");
-    if (timeout_ms < 0) invalid(fmt::format("brisvox_stream_wait_events: timeout_ms is {}, must be >= 0", timeout_ms));
+    check_timeout(timeout_ms, "brisvox_stream_wait_events");
     const bool pending =
         stream->open("brisvox_stream_wait_events").wait_events(std::chrono::milliseconds(timeout_ms));
     if (ready != nullptr) *ready = pending ? 1 : 0;
+  });
+}
+
+brisvox_status brisvox_stream_read_transcript(brisvox_stream* stream, const brisvox_event* event,
+                                              brisvox_transcript* transcript) {
+  return guarded(stream != nullptr ? &stream->message : nullptr, [&] {
+    require_pointer(stream, "brisvox_stream_read_transcript", "stream");
+    check_transcript_args(event, transcript, "brisvox_stream_read_transcript");
+    brisvox::Stream& s = stream->open("brisvox_stream_read_transcript");
+    write_transcript(transcript, *event, s.read_transcript(from_c(*event)), stream->language);
   });
 }
 
@@ -507,10 +381,7 @@ brisvox_status brisvox_stream_close(brisvox_stream* stream) {
   if (stream == nullptr) return BRISVOX_OK;
   const brisvox_status status = guarded(nullptr, [&] {
     if (stream->owner != nullptr) {
-      {
-        std::lock_guard lock(stream->owner->streams_mutex);
-        stream->owner->streams.erase(stream);
-      }
+      detach(stream);
       stream->stream.close();
     }
     if (stream->on_events) stream->on_events->clear();
@@ -526,22 +397,34 @@ brisvox_status brisvox_vad_file(brisvox_engine* engine, const char* path, const 
     require_pointer(engine, "brisvox_vad_file", "engine");
     require_pointer(path, "brisvox_vad_file", "path");
     require_pointer(json, "brisvox_vad_file", "json (where to store the document)");
-    const brisvox_stream_options o =
-        read_options(options, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
-                     kStreamOptionsV1);
-    brisvox::OfflineOptions offline;
-    offline.stream = stream_config(o);
-    if (offline.stream.turn) offline.stream.turn->wait_for_verdict = true;
+    const brisvox_stream_options o = read_stream_options(options);
+    if (o.transcripts != 0) {
+      invalid("brisvox_vad_file: the document has no transcripts: use brisvox_transcribe_file, or leave "
+              "transcripts 0");
+    }
     std::vector<brisvox::ResultPart> parts{brisvox::ResultPart::kSegments};
     if (o.emit_probabilities != 0) parts.push_back(brisvox::ResultPart::kFrameProbs);
     if (o.turn != 0) parts.push_back(brisvox::ResultPart::kTurns);
-    const brisvox::OfflineResult result = brisvox::run_offline(*engine->engine, brisvox::OfflineInput{path, std::nullopt}, offline);
-    if (result.error) throw *result.error;
-    const std::string doc = brisvox::result_json(result, parts);
-    char* out = static_cast<char*>(std::malloc(doc.size() + 1));
-    if (out == nullptr) throw std::bad_alloc();
-    std::memcpy(out, doc.c_str(), doc.size() + 1);
-    *json = out;
+    const brisvox::OfflineResult result = run_file(engine, path, stream_config(o));
+    *json = malloc_string(brisvox::result_json(result, parts));
+  });
+}
+
+brisvox_status brisvox_transcribe_file(brisvox_engine* engine, const char* path,
+                                       const brisvox_stream_options* options, char** json) {
+  if (json != nullptr) *json = nullptr;
+  return guarded(engine != nullptr ? &engine->message : nullptr, [&] {
+    require_pointer(engine, "brisvox_transcribe_file", "engine");
+    require_pointer(path, "brisvox_transcribe_file", "path");
+    require_pointer(json, "brisvox_transcribe_file", "json (where to store the document)");
+    if (engine->engine->config().find_model("stt") == nullptr) {
+      invalid("brisvox_transcribe_file: the engine has no speech-to-text model: set "
+              "brisvox_engine_options.stt_model (\"tiny.en\", or a Whisper model folder) when creating it");
+    }
+    brisvox_stream_options o = read_stream_options(options);
+    o.transcripts = 1;
+    const brisvox::OfflineResult result = run_file(engine, path, stream_config(o));
+    *json = malloc_string(brisvox::transcript_json(result));
   });
 }
 
