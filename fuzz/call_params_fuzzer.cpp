@@ -4,6 +4,9 @@
 //     error text; an accepted message is a JSON object whose "type" names the returned type, a
 //     speak's id is the JSON of a short string or an integer, a mark's name at most 256 bytes; an
 //     error text is valid UTF-8 of bounded length (it goes back inside a JSON error message).
+//   - parse_app_message (a telephony call's application, server/call_app_messages.h), on the same
+//     input: never throws; ok exactly when there is no error text (valid UTF-8, bounded); hangup
+//     only for {"type":"hangup"}; "close" never accepted; otherwise what parse_call_message says.
 //   - parse_call_request (the upgrade's query): fails only with kInvalidArgument; what it accepts
 //     is a valid StreamConfig, a barge-in minimum and a playout lead within their ranges, and
 //     barge_in_on=turn_end only with a turn stage.
@@ -14,6 +17,7 @@
 
 #include "brisvox/error.h"
 #include "fuzz_check.h"
+#include "server/call_app_messages.h"
 #include "server/call_params.h"
 
 namespace {
@@ -64,6 +68,28 @@ void check_message(std::string_view text) {
   if (m.type == CallMessageType::kMark) FUZZ_CHECK(m.name.size() <= 256, "mark name of %zu bytes", m.name.size());
 }
 
+void check_app_message(std::string_view text) {
+  server::AppMessage m;
+  try {
+    m = server::parse_app_message(text);
+  } catch (...) {
+    FUZZ_CHECK(false, "parse_app_message threw");
+  }
+  FUZZ_CHECK(m.ok == m.error.empty(), "ok=%d with error '%s'", m.ok, m.error.c_str());
+  if (!m.ok) {
+    FUZZ_CHECK(is_utf8(m.error), "the error text is not valid UTF-8");
+    FUZZ_CHECK(m.error.size() < 512, "error text of %zu bytes", m.error.size());
+    return;
+  }
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  FUZZ_CHECK(j.is_object() && j.contains("type") && j["type"] != "close", "accepted a close or a non-object");
+  if (m.type == server::AppMessageType::kHangup) {
+    FUZZ_CHECK(j["type"] == "hangup", "hangup from another type");
+  } else {
+    FUZZ_CHECK(m.call.ok, "accepted what parse_call_message refused: %s", m.call.error.c_str());
+  }
+}
+
 void check_request(std::string_view query) {
   server::CallRequest r;
   try {
@@ -93,6 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_request(input);
   } else {
     check_message(input);
+    check_app_message(input);
   }
   return 0;
 }
