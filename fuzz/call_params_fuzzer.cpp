@@ -44,6 +44,17 @@ bool is_utf8(const std::string& s) {
   }
 }
 
+// ok exactly when there is no error text, which goes back to a client inside JSON: valid UTF-8,
+// bounded. Whether the message was accepted.
+bool accepted(bool ok, const std::string& error) {
+  FUZZ_CHECK(ok == error.empty(), "ok=%d with error '%s'", ok, error.c_str());
+  if (!ok) {
+    FUZZ_CHECK(is_utf8(error), "the error text is not valid UTF-8");
+    FUZZ_CHECK(error.size() < 512, "error text of %zu bytes", error.size());
+  }
+  return ok;
+}
+
 void check_message(std::string_view text) {
   server::CallMessage m;
   try {
@@ -51,12 +62,7 @@ void check_message(std::string_view text) {
   } catch (...) {
     FUZZ_CHECK(false, "parse_call_message threw");
   }
-  FUZZ_CHECK(m.ok == m.error.empty(), "ok=%d with error '%s'", m.ok, m.error.c_str());
-  if (!m.ok) {
-    FUZZ_CHECK(is_utf8(m.error), "the error text is not valid UTF-8");
-    FUZZ_CHECK(m.error.size() < 512, "error text of %zu bytes", m.error.size());
-    return;
-  }
+  if (!accepted(m.ok, m.error)) return;
   const auto j = nlohmann::json::parse(text, nullptr, false);
   FUZZ_CHECK(j.is_object() && j.contains("type") && j["type"] == name_of(m.type), "accepted as %s",
              std::string(name_of(m.type)).c_str());
@@ -75,12 +81,7 @@ void check_app_message(std::string_view text) {
   } catch (...) {
     FUZZ_CHECK(false, "parse_app_message threw");
   }
-  FUZZ_CHECK(m.ok == m.error.empty(), "ok=%d with error '%s'", m.ok, m.error.c_str());
-  if (!m.ok) {
-    FUZZ_CHECK(is_utf8(m.error), "the error text is not valid UTF-8");
-    FUZZ_CHECK(m.error.size() < 512, "error text of %zu bytes", m.error.size());
-    return;
-  }
+  if (!accepted(m.ok, m.error)) return;
   const auto j = nlohmann::json::parse(text, nullptr, false);
   FUZZ_CHECK(j.is_object() && j.contains("type") && j["type"] != "close", "accepted a close or a non-object");
   if (m.type == server::AppMessageType::kHangup) {
