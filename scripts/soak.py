@@ -190,20 +190,29 @@ def abort_tcp(ws):
     ws.transport.abort()
 
 
+async def open_session(url, tally, what):
+    """A WebSocket session past its `ready`, or None after a refusal (counted as `what`, e.g.
+    "connect": connect_failed and the error "connect: InvalidStatusCode 503") and a pause."""
+    try:
+        ws = await websockets.connect(url, max_size=None, open_timeout=15, close_timeout=10, ping_interval=None,
+                                      compression=None)
+    except (websockets.InvalidStatusCode, OSError, asyncio.TimeoutError) as e:
+        tally.add(what.replace(" ", "_") + "_failed")
+        tally.errors[f"{what}: {type(e).__name__} {getattr(e, 'status_code', '')}".strip()] += 1
+        await asyncio.sleep(1)
+        return None
+    ready = json.loads(await ws.recv())
+    assert ready["type"] == "ready", ready
+    return ws
+
+
 async def one_session(port, variants, rng, tally, deadline):
     v = rng.choice(variants)
     query = v.query + ("&events=vad" if rng.random() < 0.3 else "")
-    try:
-        ws = await websockets.connect(f"ws://127.0.0.1:{port}/v1/stream?{query}", max_size=None, open_timeout=15,
-                                      close_timeout=10, ping_interval=None, compression=None)
-    except (websockets.InvalidStatusCode, OSError, asyncio.TimeoutError) as e:
-        tally.add("connect_failed")
-        tally.errors[f"connect: {type(e).__name__} {getattr(e, 'status_code', '')}".strip()] += 1
-        await asyncio.sleep(1)
+    ws = await open_session(f"ws://127.0.0.1:{port}/v1/stream?{query}", tally, "connect")
+    if ws is None:
         return
     tally.add("sessions_opened")
-    ready = json.loads(await ws.recv())
-    assert ready["type"] == "ready", ready
     reader = asyncio.create_task(read_all(ws, tally))
     bps = v.bytes_per_sample
     end = rng.choices(["close", "client_close", "tcp_abort", "oversized", "bad_audio"], [50, 20, 20, 6, 4])[0]
@@ -356,17 +365,10 @@ async def one_call(port, variants, rng, tally, deadline):
     v = rng.choice(variants[:1] + variants[2:3])  # 16 kHz and 8 kHz s16: the call speaks at either rate
     end = rng.choices(CALL_ENDS, CALL_END_WEIGHTS)[0]
     url = f"ws://127.0.0.1:{port}/v1/call?{v.query}&events=vad&barge_in_min_ms={rng.choice([200, 400])}"
-    try:
-        ws = await websockets.connect(url, max_size=None, open_timeout=15, close_timeout=10, ping_interval=None,
-                                      compression=None)
-    except (websockets.InvalidStatusCode, OSError, asyncio.TimeoutError) as e:
-        tally.add("call_connect_failed")
-        tally.errors[f"call connect: {type(e).__name__} {getattr(e, 'status_code', '')}".strip()] += 1
-        await asyncio.sleep(1)
+    ws = await open_session(url, tally, "call connect")
+    if ws is None:
         return
     tally.add("calls_opened")
-    ready = json.loads(await ws.recv())
-    assert ready["type"] == "ready", ready
     check = CallCheck(512 / 16000)  # the VAD's 32 ms frame, at 8 kHz too
     stop_reading = asyncio.Event()
 
