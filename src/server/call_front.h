@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "server/call_params.h"
+#include "server/messages.h"
 #include "server/send_queue.h"
 #include "server/ws_connection.h"
 
@@ -63,9 +64,12 @@ class CallFront {
   virtual std::size_t purge(std::uint32_t first, std::uint32_t last) = 0;
   // A barge-in or a cancel stopped the call's speech (the provider's "clear").
   virtual void stopped() {}
-  // All of an utterance's audio was handed out: its speak_done (`message`); a mark's time has
-  // come: its mark event. A front whose provider says when audio has played sends them then.
-  virtual void speak_done(std::uint32_t /*utterance*/, std::string message) { event(std::move(message)); }
+  // All of an utterance's audio was handed out: its speak_done (the speak's id as JSON and its
+  // duration); a mark's time has come: its mark event. A front whose provider says when audio has
+  // played sends them then.
+  virtual void speak_done(std::uint32_t /*utterance*/, std::string_view id_json, double duration_ms) {
+    event(speak_done_message(id_json, duration_ms));
+  }
   virtual void mark_reached(std::uint32_t /*utterance*/, std::string message) { event(std::move(message)); }
   // An utterance was stopped (its "interrupted"): a speak_done held for it is not sent.
   virtual void interrupted(std::uint32_t /*utterance*/, std::string message) { event(std::move(message)); }

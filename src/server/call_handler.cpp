@@ -225,7 +225,7 @@ void CallHandler::handle_event(const Event& e) {
     case EventType::kTtsEnd:
       if (const auto it = speaks_.find(id); it != speaks_.end() && !it->second.ended) {
         ctx_.call_metrics.speaks_done.fetch_add(1, std::memory_order_relaxed);
-        front_->speak_done(id, speak_done_message(it->second.id, e.end_s * 1000.0));
+        front_->speak_done(id, it->second.id, e.end_s * 1000.0);
         end_speak(id);
       }
       break;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <nlohmann/json.hpp>
 
 #include "brisvox/error.h"
 #include "server/access_policy.h"
@@ -237,7 +236,7 @@ void TwilioFront::stopped() {
   for (auto& [name, h] : held_) h.cleared = true;
 }
 
-void TwilioFront::hold(std::uint32_t utterance, std::string message, bool speak_done) {
+TwilioFront::Held& TwilioFront::hold(std::uint32_t utterance, std::string message, bool speak_done) {
   if (held_.size() >= kMaxHeld) {
     to_app(std::move(held_.begin()->second.message));
     held_.erase(held_.begin());
@@ -247,22 +246,19 @@ void TwilioFront::hold(std::uint32_t utterance, std::string message, bool speak_
   h.utterance = utterance;
   h.speak_done = speak_done;
   h.sent = Clock::now();
-  if (speak_done) {
-    // speak_done_message's own fields, for the interrupted that replaces it if Twilio drops it.
-    const auto j = nlohmann::json::parse(message, nullptr, false);
-    if (j.is_object()) {
-      h.id_json = j.value("id", nlohmann::json()).dump();
-      h.duration_ms = j.value("duration_ms", 0.0);
-    }
-  }
   h.message = std::move(message);
-  held_.emplace(number, std::move(h));
+  Held& held = held_.emplace(number, std::move(h)).first->second;
   c_->send(twilio_mark_message(stream_sid_, fmt::format("{}{}", kMarkPrefix, number)));
+  return held;
 }
 
-void TwilioFront::speak_done(std::uint32_t utterance, std::string message) {
+void TwilioFront::speak_done(std::uint32_t utterance, std::string_view id_json, double duration_ms) {
+  std::string message = speak_done_message(id_json, duration_ms);
   if (listen_only_ || !started_ || stopped_) return to_app(std::move(message));
-  hold(utterance, std::move(message), true);
+  // Its fields are kept for the "interrupted" that replaces it if a clear drops its audio.
+  Held& h = hold(utterance, std::move(message), true);
+  h.id_json = id_json;
+  h.duration_ms = duration_ms;
 }
 
 void TwilioFront::mark_reached(std::uint32_t utterance, std::string message) {

@@ -68,7 +68,7 @@ class TwilioFront final : public CallFront, private CallAppLink::Listener {
   void audio(std::uint32_t utterance, std::string bytes) override;
   std::size_t purge(std::uint32_t first, std::uint32_t last) override;
   void stopped() override;
-  void speak_done(std::uint32_t utterance, std::string message) override;
+  void speak_done(std::uint32_t utterance, std::string_view id_json, double duration_ms) override;
   void mark_reached(std::uint32_t utterance, std::string message) override;
   void interrupted(std::uint32_t utterance, std::string message) override;
   std::size_t queued_bytes() const override;
@@ -95,7 +95,7 @@ class TwilioFront final : public CallFront, private CallAppLink::Listener {
   void start(const TwilioMessage& m);
   // Ends the call for `error` (a log line, the provider's error count, the close).
   void fail(TelephonyError error, const std::string& why);
-  void hold(std::uint32_t utterance, std::string message, bool speak_done);
+  Held& hold(std::uint32_t utterance, std::string message, bool speak_done);
   void to_app(std::string message);
 
   ServerContext& ctx_;
