@@ -17,6 +17,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -253,7 +254,14 @@ def test_d5_error_replies_bounded():
     rss0 = s.rss_bytes()
 
     async def flood():
-        ws = await websockets.connect(f"ws://127.0.0.1:{s.port}/v1/tts?token={TOKEN}", max_queue=1, max_size=None)
+        # A fixed receive buffer: Linux's autotuning may grow a socket's to tcp_rmem's maximum (32 MiB
+        # on some machines), and a client whose kernel buffer is that full drops the server's ACKs,
+        # so its own sends stall before the server's queue is ever full.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 << 10)
+        sock.connect(("127.0.0.1", s.port))
+        ws = await websockets.connect(f"ws://127.0.0.1:{s.port}/v1/tts?token={TOKEN}", sock=sock, max_queue=1,
+                                      max_size=None)
         sent = 0
         try:
             while sent < 2_000_000:
