@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ (clang, -fsanitize=fuzzer,address,undefined) in
-# build/fuzz and runs each for SECONDS on a scratch copy of its seed corpus (fuzz/corpus/<target>;
-# the repository's corpus is never written). One summary line per target; exits non-zero if any
+# build/fuzz and runs each for SECONDS, one per core at a time, on a scratch copy of its seed
+# corpus (fuzz/corpus/<target>; the repository's corpus is never written). One summary line per target; exits non-zero if any
 # target found a crash, an invariant violation, a leak, a timeout or an out-of-memory, whose input
 # is then in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz/<target> <artifact>).
 #   scripts/fuzz.sh [SECONDS]     default 60; CI runs it with a few seconds
@@ -30,18 +30,15 @@ mkdir -p "$artifacts" "$logs"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
-failed=0
-printf '%-28s %12s %10s  %s\n' target executions exec/s result
-while read -r target; do
-  [[ -n "$target" ]] || continue
-  corpus="$scratch/$target"
+# One target per core at a time (each is one process): its summary line goes to a file, and the
+# lines are printed in the list's order once all have run.
+run_target() { # run_target TARGET: runs it, writes its summary line to $scratch/TARGET.result
+  local target="$1" corpus="$scratch/$1" log="$logs/$1.log" status=0 runs rate result finding
   mkdir -p "$corpus"
   cp -r "fuzz/corpus/$target/." "$corpus/"
-  options=(-max_total_time="$seconds" -timeout="$timeout_s" -rss_limit_mb="$rss_limit_mb"
-           -artifact_prefix="$artifacts/$target-" -print_final_stats=1)
+  local options=(-max_total_time="$seconds" -timeout="$timeout_s" -rss_limit_mb="$rss_limit_mb"
+                 -artifact_prefix="$artifacts/$target-" -print_final_stats=1)
   [[ -f "fuzz/$target.dict" ]] && options+=(-dict="fuzz/$target.dict")
-  log="$logs/$target.log"
-  status=0
   "$build/fuzz/$target" "${options[@]}" "$corpus" >"$log" 2>&1 || status=$?
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
@@ -52,12 +49,31 @@ while read -r target; do
   if [[ $status == 0 ]]; then
     result="ok"
   else
-    failed=1
     finding="$(grep -m1 -E 'ERROR: libFuzzer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error|invariant violated' "$log" || true)"
     result="FOUND (exit $status): ${finding:-see $log}; input in $artifacts/$target-*; log $log"
   fi
-  printf '%-28s %12s %10s  %s\n' "$target" "${runs:-?}" "${rate:-?}" "$result"
-done <"$build/fuzz/fuzzers.txt"
+  printf '%-28s %12s %10s  %s\n' "$target" "${runs:-?}" "${rate:-?}" "$result" >"$scratch/$target.result"
+}
+
+mapfile -t targets < <(grep -v '^$' "$build/fuzz/fuzzers.txt")
+jobs_max="$(nproc)"
+for target in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+  run_target "$target" &
+done
+wait
+
+failed=0
+printf '%-28s %12s %10s  %s\n' target executions exec/s result
+for target in "${targets[@]}"; do
+  if [[ -f "$scratch/$target.result" ]]; then
+    cat "$scratch/$target.result"
+    grep -q '  ok$' "$scratch/$target.result" || failed=1
+  else
+    printf '%-28s %12s %10s  %s\n' "$target" "?" "?" "FOUND: no result (the run itself failed); log $logs/$target.log"
+    failed=1
+  fi
+done
 
 if [[ $failed != 0 ]]; then
   echo "fuzz.sh: findings above; reproduce with: $build/fuzz/<target> <artifact>" >&2
