@@ -265,7 +265,9 @@ def test_d5_error_replies_bounded():
         sent = 0
         try:
             while sent < 2_000_000:
-                await asyncio.wait_for(ws.send("x"), 5)
+                # Once the queue is full the server stops reading and ends the close handshake it
+                # starts after close_timeout_ms (3 s): a send may wait that long, not for ever.
+                await asyncio.wait_for(ws.send("x"), 15)
                 sent += 1
         except websockets.exceptions.ConnectionClosed:
             pass
