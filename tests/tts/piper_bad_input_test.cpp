@@ -85,7 +85,7 @@ TEST(PiperBadInput, BadRequestOptions) {
   PiperRequest r;
   r.text = "Fine text.";
   r.output_rate_hz = 44100;
-  expect_error([&] { tts.start(r); }, ErrorCode::kInvalidArgument, "output_rate_hz 44100");
+  expect_error([&] { tts.start(r); }, ErrorCode::kInvalidArgument, "sample rate of 44100 Hz");
   r.output_rate_hz = 0;
   r.length_scale = 0.0f;
   expect_error([&] { tts.start(r); }, ErrorCode::kInvalidArgument, "length_scale");

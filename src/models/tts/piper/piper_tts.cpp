@@ -184,7 +184,8 @@ void check_piper_options(const PiperRequest& request, const PiperVoiceConfig& vo
   const int rate = request.output_rate_hz;
   if (rate != 0 && rate != voice.sample_rate_hz && rate != 8000 && rate != 16000 && rate != 24000 && rate != 48000) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("output_rate_hz {} is not supported: use 0 (the voice's {} Hz), 8000, 16000, 24000 or 48000",
+                fmt::format("a speech sample rate of {} Hz is not supported: use 0 (the voice's {} Hz), 8000, "
+                            "16000, 24000 or 48000",
                             rate, voice.sample_rate_hz));
   }
   if (!std::isfinite(request.volume) || request.volume < 0.0f || request.volume > 10.0f) {
