@@ -1,5 +1,5 @@
-"""A LiveKit Agents VAD on brisvox's shared engine (livekit-agents 1.8; `pip install livekit-agents
-livekit-plugins-silero`).
+"""A LiveKit Agents VAD on brisvox's shared engine (livekit-agents 1.8; `pip install
+'brisvox[livekit]'`, which brings livekit-agents and livekit-plugins-silero 1.8).
 
     from brisvox.livekit import VAD
     vad = VAD.load()            # in place of livekit.plugins.silero.VAD.load(), same options
@@ -20,8 +20,15 @@ import weakref
 from typing import Literal
 
 import numpy as np
-from livekit import agents
-from livekit.plugins.silero import vad as _silero_vad
+
+try:
+    from livekit import agents
+    from livekit.plugins.silero import vad as _silero_vad
+except ImportError as _missing:  # brisvox itself does not need LiveKit: say which extra does
+    raise ImportError(
+        f"brisvox.livekit needs LiveKit Agents and its Silero plugin (livekit-agents and "
+        f"livekit-plugins-silero 1.8), which are not installed here ({_missing}): "
+        f"pip install 'brisvox[livekit]'", name=_missing.name) from _missing
 
 import brisvox
 from brisvox._window import window_probability

@@ -1,4 +1,4 @@
-"""Pipecat analyzers on brisvox's shared engine (pipecat-ai 1.14; `pip install pipecat-ai`).
+"""Pipecat analyzers on brisvox's shared engine (pipecat-ai 1.14; `pip install 'brisvox[pipecat]'`).
 
     from brisvox.pipecat import BrisvoxVADAnalyzer, BrisvoxSmartTurnAnalyzer
     vad = BrisvoxVADAnalyzer()              # in place of SileroVADAnalyzer()
@@ -20,9 +20,15 @@ import asyncio
 from typing import Any
 
 import numpy as np
-from loguru import logger
-from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
-from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
+
+try:
+    from loguru import logger
+    from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
+    from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
+except ImportError as _missing:  # brisvox itself does not need Pipecat: say which extra does
+    raise ImportError(
+        f"brisvox.pipecat needs Pipecat (pipecat-ai 1.14 or later), which is not installed here "
+        f"({_missing}): pip install 'brisvox[pipecat]'", name=_missing.name) from _missing
 
 import brisvox
 from brisvox import _aio
