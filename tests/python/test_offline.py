@@ -3,13 +3,14 @@ the C++ tool of tests/turn and against Pipecat's LocalSmartTurnAnalyzerV3."""
 
 import json
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 import soxr
 
 import brisvox
-from conftest import ASTERISK, SAMPLE_WAV, read_wav
+from conftest import ASTERISK, SAMPLE_WAV, WHISPER_TINY, read_wav
 
 
 def cli_vad(cli, path, *options):
@@ -34,6 +35,42 @@ def test_vad_is_the_cli_document(cli, kwargs, options):
 def test_vad_of_an_8khz_file(cli):
     path = ASTERISK / "conf-onlyperson.wav"
     assert brisvox.vad(path) == cli_vad(cli, path)  # a PathLike works too
+
+
+def test_transcribe_is_the_cli_document(cli):
+    # Whisper tiny.en, converted by scripts/setup.sh (the wheel bundles no Whisper model).
+    doc = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))
+    out = subprocess.run([str(cli), "transcribe", "--model", str(WHISPER_TINY), "--format", "json", str(SAMPLE_WAV)],
+                         check=True, capture_output=True, text=True).stdout
+    assert doc == json.loads(out)
+    assert len(doc["segments"]) >= 3 and "the" in doc["text"].lower(), doc
+    path = ASTERISK / "conf-onlyperson.wav"  # 8 kHz, the encoder's window cut to the segment
+    doc = brisvox.transcribe(path, stt_model=str(WHISPER_TINY), window="fit")
+    out = subprocess.run([str(cli), "transcribe", "--model", str(WHISPER_TINY), "--window", "fit", "--format", "json",
+                          str(path)], check=True, capture_output=True, text=True).stdout
+    assert doc == json.loads(out) and "only person" in doc["text"].lower(), doc
+    # The segmenter's options (which the CLI's transcribe does not take) cut the segments.
+    split = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY), min_silence_ms=30, max_speech_s=3.0)
+    assert len(split["segments"]) > len(brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))["segments"])
+    assert all(s["end"] - s["start"] <= 3.0 + 1e-6 for s in split["segments"]), split
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"sample_rate": 8000}, TypeError, "sample_rate is not an option here"),
+    ({"transcripts": False}, TypeError, "transcripts is not an option here"),
+    ({"beam": 5}, TypeError, "beam"),
+    ({"window": "half"}, brisvox.InvalidArgumentError, "window must be"),
+])
+def test_transcribe_errors(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY), **kwargs)
+
+
+def test_transcribe_of_a_missing_file_or_model(tmp_path):
+    with pytest.raises(brisvox.IoError, match="missing.wav"):
+        brisvox.transcribe(tmp_path / "missing.wav", stt_model=str(WHISPER_TINY))
+    with pytest.raises(brisvox.Error, match="whisper"):
+        brisvox.transcribe(SAMPLE_WAV, stt_model=str(tmp_path / "no-whisper"))
 
 
 def test_vad_errors(tmp_path):
@@ -112,3 +149,18 @@ def test_smart_turn_probability_errors():
         brisvox.smart_turn_probability(np.zeros(16000, np.float32), model="/nonexistent.onnx")
     with pytest.raises(brisvox.InvalidArgumentError, match="sample_rate"):
         brisvox.smart_turn_probability(np.zeros(16000, np.float32), sample_rate=0)
+
+
+@pytest.mark.parametrize("module, missing, extra", [
+    ("brisvox.pipecat", "loguru", "brisvox[pipecat]"),
+    ("brisvox.pipecat", "pipecat", "brisvox[pipecat]"),
+    ("brisvox.livekit", "livekit", "brisvox[livekit]"),
+])
+def test_an_integration_without_its_framework_names_the_extra(module, missing, extra):
+    # `pip install .` alone brings neither Pipecat nor LiveKit: importing their integration says
+    # which extra installs them instead of "No module named 'loguru'".
+    code = f"import sys; sys.modules[{missing!r}] = None\nimport {module}"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError") and extra in last and missing in last, r.stderr[-2000:]

@@ -53,6 +53,32 @@ def test_speech_segments_of_a_recording_float32_and_int16_agree(engine, sample):
     assert len(starts) == len(segs) and starts[0].probability is None and "SPEECH_START" in repr(starts[0])
 
 
+def test_feed_takes_a_whole_file_from_one_thread(engine, sample):
+    # The README's loop: a 28 s recording in one call, no reader thread. push() alone would take
+    # one buffer's worth; feed() gives every sample to the engine and loses no event.
+    with engine.open_stream(sample_rate=16000, emit_probabilities=True) as s:
+        fed = list(s.feed(sample))
+    with engine.open_stream(sample_rate=16000, emit_probabilities=True) as s:
+        reference = events_of(s, feed(s, sample))
+    assert fed[-1].type == brisvox.EventType.END_OF_STREAM
+    assert abs(fed[-1].end_s - len(sample) / 16000) < 0.04
+    assert not [e for e in fed if e.type in (brisvox.EventType.OVERLOAD, brisvox.EventType.ERROR)]
+    assert segments(fed) == segments(reference) and len(segments(fed)) >= 3
+    def windows(events):
+        return [e.frame_index for e in events if e.type == brisvox.EventType.VAD_PROBABILITY]
+    assert windows(fed) == windows(reference) and len(windows(fed)) >= len(sample) // 512  # none lost
+
+
+def test_feed_refuses_what_push_refuses(engine):
+    with engine.open_stream(sample_rate=16000) as s:
+        with pytest.raises(ValueError, match="chunk"):
+            next(s.feed(np.zeros(16000, np.int16), chunk=0))
+        with pytest.raises(TypeError):
+            next(s.feed(np.zeros(16000, np.float64)))
+    with pytest.raises(brisvox.ClosedError):
+        next(s.feed(np.zeros(16000, np.int16)))  # closed by the with block
+
+
 def test_probabilities_one_per_window(engine, sample):
     with engine.open_stream(emit_probabilities=True) as s:
         probs = [e for e in events_of(s, feed(s, sample[: 512 * 20])) if e.type == brisvox.EventType.VAD_PROBABILITY]

@@ -32,7 +32,7 @@ def stub_names():
             top.add(node.name)
         elif isinstance(node, ast.AnnAssign):
             top.add(node.target.id)
-    return top - {"Samples", "_StreamOptions", "_CallOptions"}, members  # the stubs' own typing helpers
+    return top - {"Samples", "_StreamOptions", "_CallOptions", "_SpeechOptions"}, members  # the stubs' own typing helpers
 
 
 def module_members(cls):

@@ -57,14 +57,18 @@ bool is_speech_error(const Event& e) { return e.type == EventType::kError && e.p
 // An ERROR's message: a stream has one last error, a call one per side (Call::last_error(event)).
 std::string error_message(Stream& s, const Event&) { return s.last_error(); }
 std::string error_message(Call& c, const Event& e) { return c.last_error(e); }
+std::string error_message(Speech& s, const Event&) { return s.last_error(); }
 
 // When the handle next has a held event to give (a call's speech within the playout lead, its
 // marks); a stream holds none.
 std::optional<std::chrono::steady_clock::time_point> next_due(Stream&) { return std::nullopt; }
 std::optional<std::chrono::steady_clock::time_point> next_due(Call& c) { return c.next_due(); }
+std::optional<std::chrono::steady_clock::time_point> next_due(Speech&) { return std::nullopt; }
 
+// The rate of a source's audio: what a stream or a call takes in, what a speech session gives out.
 int rate_of(Stream& s) { return s.config().sample_rate_hz; }
 int rate_of(Call& c) { return c.sample_rate_hz(); }
+int rate_of(Speech& s) { return s.sample_rate_hz(); }
 
 template <class Handle>
 PyEvent taken(Handle& h, const Event& e) {
@@ -73,11 +77,18 @@ PyEvent taken(Handle& h, const Event& e) {
     case EventType::kError: out.message = error_message(h, e); break;
     case EventType::kTtsAudio: out.audio = h.read_audio_payload(e); break;
     case EventType::kTranscript:
-      if (e.payload == PayloadStatus::kAttached || e.payload == PayloadStatus::kTruncated) {
-        out.transcript = h.read_transcript(e);
+      if constexpr (!std::is_same_v<Handle, Speech>) {  // a speech session transcribes nothing
+        if (e.payload == PayloadStatus::kAttached || e.payload == PayloadStatus::kTruncated) {
+          out.transcript = h.read_transcript(e);
+        }
       }
       break;
     default: break;
+  }
+  // Every ERROR of a speech session is an utterance's, as a call's speech side marks its own: one
+  // rule for Event.utterance_id and for counting what has ended.
+  if constexpr (std::is_same_v<Handle, Speech>) {
+    if (e.type == EventType::kError) out.event.payload_id = kSpeechSideError;
   }
   return out;
 }
@@ -280,32 +291,31 @@ class PyStream : public EventSource<Stream> {
   }
 };
 
-// A call ends (iteration stops, ended() is true) once its caller's END_OF_STREAM was handed out
-// (after finish()) and every utterance and mark spoken so far has ended (TTS_END, TTS_CANCELLED,
-// TTS_INTERRUPTED, its ERROR, TTS_MARK): then nothing more comes unless it is asked to speak again.
-class PyCall : public EventSource<Call> {
+// What a call and a speech session share: text in (speak, mark, cancel) and the count of what was
+// spoken and has ended. Utterances and marks share one sequence (1, 2, ...) and each ends with
+// exactly one event (TTS_END, TTS_CANCELLED, TTS_INTERRUPTED, its ERROR, TTS_MARK): everything
+// said so far has ended once that many have.
+template <class Handle>
+class Speaker : public EventSource<Handle> {
  public:
-  PyCall(Call call, std::shared_ptr<NotifyHook> hook)
-      : EventSource(std::move(call), "Call", "call", std::move(hook)), speech_sample_rate_hz_(handle_.speech_sample_rate_hz()) {}
-
-  int speech_sample_rate() const { return speech_sample_rate_hz_; }
+  using EventSource<Handle>::EventSource;
 
   std::uint32_t speak(const std::string& text) {
     nb::gil_scoped_release nogil;
-    std::shared_lock lock(lifetime_);
-    return issued(open("speak").speak(text));
+    std::shared_lock lock(this->lifetime_);
+    return issued(this->open("speak").speak(text));
   }
 
   std::uint32_t mark() {
     nb::gil_scoped_release nogil;
-    std::shared_lock lock(lifetime_);
-    return issued(open("mark").mark());
+    std::shared_lock lock(this->lifetime_);
+    return issued(this->open("mark").mark());
   }
 
   std::uint32_t cancel() {
     nb::gil_scoped_release nogil;
-    std::shared_lock lock(lifetime_);
-    return open("cancel").cancel();
+    std::shared_lock lock(this->lifetime_);
+    return this->open("cancel").cancel();
   }
 
   // The message of the last ERROR event taken from the engine (a call keeps one per side).
@@ -315,20 +325,19 @@ class PyCall : public EventSource<Call> {
   }
 
  protected:
-  bool ended_now() const override {
-    return EventSource::ended_now() &&
-           speech_ended_.load(std::memory_order_acquire) >= last_issued_.load(std::memory_order_acquire);
+  bool all_said() const {
+    return speech_ended_.load(std::memory_order_acquire) >= last_issued_.load(std::memory_order_acquire);
   }
 
   void handing_out(const PyEvent& e) override {
-    EventSource::handing_out(e);
+    EventSource<Handle>::handing_out(e);
     switch (e.event.type) {
       case EventType::kError:
         {
           std::lock_guard lock(last_error_mu_);
           last_error_ = e.message;
         }
-        if (!is_speech_error(e.event)) break;  // the caller's side: no utterance ended
+        if (!is_speech_error(e.event)) break;  // a call's caller side: no utterance ended
         [[fallthrough]];
       case EventType::kTtsEnd:
       case EventType::kTtsCancelled:
@@ -339,8 +348,7 @@ class PyCall : public EventSource<Call> {
   }
 
  private:
-  // Utterances and marks share one sequence (1, 2, ...), and each ends with exactly one event: the
-  // call has said everything once that many have ended. speak() may come from several threads.
+  // speak() may come from several threads.
   std::uint32_t issued(std::uint32_t id) {
     std::uint32_t last = last_issued_.load(std::memory_order_relaxed);
     while (last < id && !last_issued_.compare_exchange_weak(last, id, std::memory_order_acq_rel)) {
@@ -348,11 +356,38 @@ class PyCall : public EventSource<Call> {
     return id;
   }
 
-  const int speech_sample_rate_hz_;
   std::atomic<std::uint32_t> last_issued_{0};
   std::atomic<std::uint32_t> speech_ended_{0};
   std::mutex last_error_mu_;
   std::string last_error_;
+};
+
+// A call ends (iteration stops, ended() is true) once its caller's END_OF_STREAM was handed out
+// (after finish()) and every utterance and mark spoken so far has ended: then nothing more comes
+// unless it is asked to speak again.
+class PyCall : public Speaker<Call> {
+ public:
+  PyCall(Call call, std::shared_ptr<NotifyHook> hook)
+      : Speaker(std::move(call), "Call", "call", std::move(hook)), speech_sample_rate_hz_(handle_.speech_sample_rate_hz()) {}
+
+  int speech_sample_rate() const { return speech_sample_rate_hz_; }
+
+ protected:
+  bool ended_now() const override { return EventSource::ended_now() && all_said(); }
+
+ private:
+  const int speech_sample_rate_hz_;
+};
+
+// A speech session ends (iteration stops, ended() is true) once every utterance and mark spoken so
+// far has ended; speak() again starts it anew.
+class PySpeech : public Speaker<Speech> {
+ public:
+  PySpeech(Speech speech, std::shared_ptr<NotifyHook> hook)
+      : Speaker(std::move(speech), "Speech", "speech session", std::move(hook)) {}
+
+ protected:
+  bool ended_now() const override { return all_said(); }
 };
 
 const char* event_type_doc =
@@ -437,34 +472,23 @@ Source* open_source(Config config, Open&& open) {
   return new Source(std::move(handle), std::move(hook));
 }
 
-// Names of the things a Stream and a Call bind alike, and how their docs differ.
+// Names of the things Stream, Call and Speech bind alike, and how their docs differ.
 struct SourceDocs {
-  const char* noun;        // "stream" / "call"
+  const char* noun;        // "stream" / "call" / "speech session"
   const char* end;         // what iteration runs until
   const char* ended;       // the `ended` property
 };
 
-// The methods Stream and Call share (EventSource), bound once for each.
+// The events' side every source has (EventSource), bound once for each.
 template <class Source>
-void bind_source(nb::class_<Source>& cls, const SourceDocs& d) {
-  cls.def("push", &Source::push, nb::arg("samples"),
-          fmt::format("Copies samples (1-D float32 in [-1, 1] or int16, mono, at the {0}'s sample_rate) into the {0}; "
-                      "returns how many were taken (fewer when the buffer is full: push the rest later). Never waits "
-                      "for inference. TypeError: another dtype; ValueError: not 1-D; BadAudioError: NaN/Inf; "
-                      "ClosedError: after finish() or close().",
-                      d.noun)
-              .c_str())
-      .def("writable", &Source::writable, "How many samples push() would take now.")
-      .def("finish", &Source::finish,
-           "End of the audio in: what is buffered is processed, the last segment closed, then END_OF_STREAM.")
-      .def("poll", &Source::poll, nb::arg("max_events") = 64, "The pending events (at most max_events); never waits.")
+void bind_events(nb::class_<Source>& cls, const SourceDocs& d) {
+  cls.def("poll", &Source::poll, nb::arg("max_events") = 64, "The pending events (at most max_events); never waits.")
       .def("next_event", &Source::next_event, nb::arg("timeout") = nb::none(),
            fmt::format("The next event, waiting up to `timeout` seconds (None: as long as it takes), with the GIL "
                        "released; None on timeout or once the {} has ended ({}).",
                        d.noun, d.end)
                .c_str())
       .def_prop_ro("last_error", &Source::last_error, "The message of the last ERROR event (\"\" if none).")
-      .def_prop_ro("sample_rate", &Source::sample_rate, "The rate of push()'s samples, Hz.")
       .def_prop_ro("closed", &Source::closed)
       .def_prop_ro("ended", &Source::ended, d.ended)
       .def("close", &Source::close,
@@ -494,6 +518,40 @@ void bind_source(nb::class_<Source>& cls, const SourceDocs& d) {
            "brisvox._aio: seconds until a held event is due (0: events wait now), None when none is held.");
 }
 
+// The audio-in side of a stream and a call.
+template <class Source>
+void bind_audio_in(nb::class_<Source>& cls, const SourceDocs& d) {
+  cls.def("push", &Source::push, nb::arg("samples"),
+          fmt::format("Copies samples (1-D float32 in [-1, 1] or int16, mono, at the {0}'s sample_rate) into the {0}; "
+                      "returns how many were taken (fewer when the buffer is full: push the rest later). Never waits "
+                      "for inference. TypeError: another dtype; ValueError: not 1-D; BadAudioError: NaN/Inf; "
+                      "ClosedError: after finish() or close().",
+                      d.noun)
+              .c_str())
+      .def("writable", &Source::writable, "How many samples push() would take now.")
+      .def("finish", &Source::finish,
+           "End of the audio in: what is buffered is processed, the last segment closed, then END_OF_STREAM.")
+      .def_prop_ro("sample_rate", &Source::sample_rate, "The rate of push()'s samples, Hz.");
+}
+
+// The text-in side of a call and a speech session (Speaker). `mark`: when its TTS_MARK comes.
+template <class Source>
+void bind_speaker(nb::class_<Source>& cls, const char* mark) {
+  cls.def("speak", &Source::speak, nb::arg("text"),
+          "Queues `text` after what was spoken before; returns its utterance id (1, 2, ...; shared with mark()). "
+          "Its audio comes as TTS_AUDIO events, then TTS_END (or TTS_CANCELLED, TTS_INTERRUPTED, ERROR). "
+          "InvalidArgumentError: empty, too long or malformed text; OverloadedError: max_queued wait already. "
+          "Never waits for synthesis.")
+      .def("mark", &Source::mark,
+           fmt::format("A mark after what was spoken so far: a TTS_MARK with this id comes {} (or at once when what "
+                       "was before it is stopped). Returns its id.",
+                       mark)
+               .c_str())
+      .def("cancel", &Source::cancel,
+           "Stops every utterance spoken so far (TTS_CANCELLED each); no more audio of them comes. Returns the last "
+           "utterance id stopped (0: none).");
+}
+
 }  // namespace
 
 void bind_engine(nb::module_& m) {
@@ -519,8 +577,8 @@ void bind_engine(nb::module_& m) {
       .value("END_OF_STREAM", TurnAction::Reason::kEndOfStream, "the stream ended during the turn");
 
   nb::class_<PyEvent>(m, "Event",
-                      "One event of a stream or a call. Times are seconds of the stream's (the caller's) audio, "
-                      "except a speech event's (see EventType).")
+                      "One event of a stream, a call or a speech session. Times are seconds of the stream's (the "
+                      "caller's) audio, except a speech event's (see EventType).")
       .def_prop_ro("type", [](const PyEvent& e) { return e.event.type; })
       .def_prop_ro("start_s", [](const PyEvent& e) { return e.event.start_s; })
       .def_prop_ro("end_s", [](const PyEvent& e) { return e.event.end_s; })
@@ -566,7 +624,8 @@ void bind_engine(nb::module_& m) {
                      return nb::cast(nb::ndarray<nb::numpy, float, nb::ndim<1>>(
                          e.audio.empty() ? &none : e.audio.data(), 1, shape, self.h));
                    },
-                   "TTS_AUDIO: the piece of speech, float32 in [-1, 1] at the call's speech_sample_rate; else None")
+                   "TTS_AUDIO: the piece of speech, float32 in [-1, 1] at the call's speech_sample_rate (the speech "
+                   "session's sample_rate); else None")
       .def_prop_ro("text",
                    [](const PyEvent& e) -> std::optional<std::string> {
                      return e.transcript ? std::optional(e.transcript->text) : std::nullopt;
@@ -589,7 +648,9 @@ void bind_engine(nb::module_& m) {
                               "One audio stream of an Engine (Engine.open_stream). Push samples, read events; "
                               "iterate (for / async for) to read events until END_OF_STREAM. A context manager: "
                               "closed on exit.");
-  bind_source(stream, SourceDocs{"stream", "END_OF_STREAM was returned", "True once END_OF_STREAM was returned."});
+  const SourceDocs stream_docs{"stream", "END_OF_STREAM was returned", "True once END_OF_STREAM was returned."};
+  bind_events(stream, stream_docs);
+  bind_audio_in(stream, stream_docs);
 
   nb::class_<PyCall> call(
       m, "Call",
@@ -599,22 +660,28 @@ void bind_engine(nb::module_& m) {
       "out at most playout_lead_ms ahead of real-time playback, marks when playback reaches them. Iteration (for "
       "/ async for) ends once the caller's END_OF_STREAM was returned (after finish()) and every utterance and "
       "mark has ended. A context manager: closed on exit.");
-  bind_source(call, SourceDocs{"call",
-                               "its caller's END_OF_STREAM was returned and every utterance and mark spoken has ended",
-                               "True once the caller's END_OF_STREAM was returned and every utterance and mark spoken "
-                               "so far has ended (speak() again makes it False)."});
-  call.def("speak", &PyCall::speak, nb::arg("text"),
-           "Queues `text` after what was spoken before; returns its utterance id (1, 2, ...; shared with mark()). "
-           "Its audio comes as TTS_AUDIO events, then TTS_END (or TTS_CANCELLED, TTS_INTERRUPTED, ERROR). "
-           "InvalidArgumentError: empty, too long or malformed text; OverloadedError: max_queued wait already. "
-           "Never waits for synthesis.")
-      .def("mark", &PyCall::mark,
-           "A mark after what was spoken so far: a TTS_MARK with this id comes when playback reaches it (or at once "
-           "when what was before it is stopped). Returns its id.")
-      .def("cancel", &PyCall::cancel,
-           "Stops every utterance spoken so far (TTS_CANCELLED each); no more audio of them comes. Returns the last "
-           "utterance id stopped (0: none).")
-      .def_prop_ro("speech_sample_rate", &PyCall::speech_sample_rate, "The rate of TTS_AUDIO's samples, Hz.");
+  const SourceDocs call_docs{"call",
+                            "its caller's END_OF_STREAM was returned and every utterance and mark spoken has ended",
+                            "True once the caller's END_OF_STREAM was returned and every utterance and mark spoken so "
+                            "far has ended (speak() again makes it False)."};
+  bind_events(call, call_docs);
+  bind_audio_in(call, call_docs);
+  bind_speaker(call, "when playback reaches it");
+  call.def_prop_ro("speech_sample_rate", &PyCall::speech_sample_rate, "The rate of TTS_AUDIO's samples, Hz.");
+
+  nb::class_<PySpeech> speech(
+      m, "Speech",
+      "A speech session of an Engine (Engine.open_speech): text in (speak, mark, cancel), its audio out as "
+      "TTS_AUDIO events sentence by sentence, each utterance ending with TTS_END (TTS_CANCELLED, ERROR). Its "
+      "sessions share the voice's workers with every other session and call of the engine. Iteration (for / async "
+      "for) ends once every utterance and mark spoken so far has ended. A context manager: closed on exit.");
+  bind_events(speech, SourceDocs{"speech session", "every utterance and mark spoken has ended",
+                                 "True once every utterance and mark spoken so far has ended (speak() again makes it "
+                                 "False)."});
+  bind_speaker(speech,
+               "once what was spoken before it has been handed out (end_s: when real-time playback of it would reach "
+               "the mark)");
+  speech.def_prop_ro("sample_rate", &PySpeech::sample_rate, "The rate of TTS_AUDIO's samples, Hz.");
 
   nb::class_<LoopNotifier>(m, "_LoopNotifier",
                            "brisvox._aio's wake-up of an asyncio event loop: an eventfd that becomes readable "
@@ -705,6 +772,17 @@ void bind_engine(nb::module_& m) {
           "max_queued (16); and the call's: barge_in (True), barge_in_min_speech_ms (400), barge_in_on_turn_end "
           "(False; needs turn=True), playout_lead_ms (500; 0: hand speech out as soon as it is made). "
           "OverloadedError at capacity.")
+      .def(
+          "open_speech",
+          [](PyEngine& self, const nb::kwargs& kwargs) {
+            return open_source<PySpeech>(parse_speech_options(kwargs, "Engine.open_speech"),
+                                         [&](const SpeechConfig& c) { return self.engine->open_speech(c); });
+          },
+          nb::keep_alive<0, 1>(),  // a speech session keeps its engine alive
+          "Opens a speech session (needs the engine's voice). Keyword options: sample_rate (0: the voice's own; "
+          "8000, 16000, 24000 or 48000 resampled), voice_options ({name: float}, over the engine's), volume (1.0), "
+          "fast_start (True: the first clause of each utterance alone first), max_queued (16). OverloadedError at "
+          "capacity.")
       .def_prop_ro("num_workers", [](const PyEngine& self) { return self.engine->num_workers(); },
                    "Inference threads of every model together.")
       .def_prop_ro("vad_model_path", [](const PyEngine& self) { return self.engine->config().model("vad").path; })

@@ -1,5 +1,5 @@
-// Whole recordings and single clips: Engine.vad_file (what `brisvox vad --format json` prints, by
-// the same runner and the same writer) and smart_turn_probability (one turn through the engine's
+// Whole recordings and single clips: _vad_file and _transcribe_file (what `brisvox vad` and
+// `brisvox transcribe` print with --format json, by the same runner and the same writers) and smart_turn_probability (one turn through the engine's
 // Smart Turn preprocessing and model, as tests/turn compares with Pipecat).
 #include <fmt/format.h>
 #include <nanobind/stl/string.h>
@@ -99,6 +99,33 @@ std::string vad_file(nb::handle py_engine, const std::string& path, const nb::kw
   return result_json(result, parts);
 }
 
+std::string transcribe_file(nb::handle py_engine, const std::string& path, const nb::kwargs& kwargs) {
+  for (const char* fixed : {"sample_rate", "transcripts", "turn", "emit_probabilities"}) {
+    if (kwargs.contains(fixed)) {
+      throw nb::type_error(fmt::format("transcribe: {} is not an option here (the document is the file's "
+                                       "transcripts: the file's sample rate, every segment transcribed)",
+                                       fixed)
+                               .c_str());
+    }
+  }
+  nb::kwargs with_transcripts;
+  for (auto [key, value] : kwargs) with_transcripts[key] = value;
+  with_transcripts["transcripts"] = true;
+  StreamOptions o = parse_stream_options(with_transcripts, "transcribe");
+  Engine& engine = engine_of(py_engine);
+  if (engine.config().find_model("stt") == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "transcribe: the engine has no speech-to-text model (Engine(stt_model='tiny.en' or a "
+                "converted Whisper folder))");
+  }
+  nb::gil_scoped_release nogil;
+  OfflineOptions offline;
+  offline.stream = o.config;
+  const OfflineResult result = run_offline(engine, OfflineInput{path, std::nullopt}, offline);
+  if (result.error) throw *result.error;
+  return transcript_json(result);
+}
+
 }  // namespace
 
 void bind_offline(nb::module_& m) {
@@ -110,6 +137,9 @@ void bind_offline(nb::module_& m) {
         "Other rates are resampled to 16 kHz. model: 'v3.2' (bundled) or a Smart Turn v3.x .onnx path.");
   m.def("_vad_file", &vad_file, nb::arg("engine"), nb::arg("path"), nb::arg("kwargs"),
         "The JSON document `brisvox vad --format json` prints for one file (brisvox.vad parses it).");
+  m.def("_transcribe_file", &transcribe_file, nb::arg("engine"), nb::arg("path"), nb::arg("kwargs"),
+        "The JSON document `brisvox transcribe --format json` prints for one file (brisvox.transcribe "
+        "parses it).");
 }
 
 }  // namespace brisvox::python

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <string>
+#include <string_view>
 
 #include "brisvox/error.h"
 
@@ -33,6 +34,7 @@ constexpr const char* kStreamNames =
 constexpr const char* kCallNames =
     "voice_options, volume, fast_start, speech_sample_rate, max_queued, barge_in, barge_in_min_speech_ms, "
     "barge_in_on_turn_end, playout_lead_ms";
+constexpr const char* kSpeechNames = "sample_rate, voice_options, volume, fast_start, max_queued";
 
 [[noreturn]] void unknown(const char* function, const std::string& key, const std::string& names) {
   throw nb::type_error(fmt::format("{}: unknown option '{}' (options: {})", function, key, names).c_str());
@@ -114,6 +116,19 @@ std::map<std::string, double, std::less<>> voice_settings(nb::handle v, const ch
   return out;
 }
 
+// A speech setting that a call (rate_key "speech_sample_rate") and a speech session ("sample_rate")
+// both take; false when `key` is none of them.
+bool take_speech_option(const std::string& key, nb::handle v, SpeechConfig& c, const char* function,
+                        std::string_view rate_key) {
+  if (key == "voice_options") c.voice_options = voice_settings(v, function);
+  else if (key == "volume") c.volume = static_cast<float>(value_of<double>(v, key, function, "a float"));
+  else if (key == "fast_start") c.fast_start = value_of<bool>(v, key, function, "a bool");
+  else if (key == rate_key) c.sample_rate_hz = value_of<int>(v, key, function, "an int");
+  else if (key == "max_queued") c.max_queued = value_of<int>(v, key, function, "an int");
+  else return false;
+  return true;
+}
+
 }  // namespace
 
 StreamOptions parse_stream_options(const nb::kwargs& kwargs, const char* function) {
@@ -132,21 +147,26 @@ CallConfig parse_call_options(const nb::kwargs& kwargs, const char* function) {
   CallConfig c;
   for (auto [k, v] : kwargs) {
     const std::string key = nb::cast<std::string>(k);
-    if (parse.take(key, v)) continue;
+    if (parse.take(key, v) || take_speech_option(key, v, c.speak, function, "speech_sample_rate")) continue;
     auto integer = [&] { return value_of<int>(v, key, function, "an int"); };
     auto flag = [&] { return value_of<bool>(v, key, function, "a bool"); };
-    if (key == "voice_options") c.speak.voice_options = voice_settings(v, function);
-    else if (key == "volume") c.speak.volume = static_cast<float>(value_of<double>(v, key, function, "a float"));
-    else if (key == "fast_start") c.speak.fast_start = flag();
-    else if (key == "speech_sample_rate") c.speak.sample_rate_hz = integer();
-    else if (key == "max_queued") c.speak.max_queued = integer();
-    else if (key == "barge_in") c.barge_in.enabled = flag();
+    if (key == "barge_in") c.barge_in.enabled = flag();
     else if (key == "barge_in_min_speech_ms") c.barge_in.min_speech_ms = integer();
     else if (key == "barge_in_on_turn_end") c.barge_in.on_turn_end = flag();
     else if (key == "playout_lead_ms") c.playout_lead_ms = integer();
     else unknown(function, key, fmt::format("{}, {}", kStreamNames, kCallNames));
   }
   c.listen = parse.finish().config;
+  c.validate();
+  return c;
+}
+
+SpeechConfig parse_speech_options(const nb::kwargs& kwargs, const char* function) {
+  SpeechConfig c;
+  for (auto [k, v] : kwargs) {
+    const std::string key = nb::cast<std::string>(k);
+    if (!take_speech_option(key, v, c, function, "sample_rate")) unknown(function, key, kSpeechNames);
+  }
   c.validate();
   return c;
 }

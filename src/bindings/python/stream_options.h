@@ -14,6 +14,7 @@
 
 #include "brisvox/engine/call.h"
 #include "brisvox/engine/engine_config.h"
+#include "brisvox/engine/speech.h"
 
 namespace brisvox::python {
 
@@ -35,6 +36,10 @@ StreamOptions parse_stream_options(const nb::kwargs& kwargs, const char* functio
 // (barge_in, barge_in_min_speech_ms, barge_in_on_turn_end, playout_lead_ms). The same errors,
 // from CallConfig::validate.
 CallConfig parse_call_options(const nb::kwargs& kwargs, const char* function);
+
+// A speech session's configuration (Engine.open_speech): the names a call takes for its speech,
+// with sample_rate for speech_sample_rate. The same errors, from SpeechConfig::validate.
+SpeechConfig parse_speech_options(const nb::kwargs& kwargs, const char* function);
 
 // Engine(voice_options=...): a dict of a model's own settings (ModelSpec::options), each value a
 // str, an int or a float (written as Python's str() would); nb::type_error for anything else.
