@@ -265,16 +265,21 @@ def test_d5_error_replies_bounded():
         sent = 0
         try:
             while sent < 2_000_000:
-                # Once the queue is full the server stops reading and ends the close handshake it
-                # starts after close_timeout_ms (3 s): a send may wait that long, not for ever.
-                await asyncio.wait_for(ws.send("x"), 15)
+                await asyncio.wait_for(ws.send("x"), 5)
                 sent += 1
         except websockets.exceptions.ConnectionClosed:
+            pass  # the server closed it
+        except asyncio.TimeoutError:
+            # The server stopped reading it. Whether this client then sees the reset of the socket
+            # the server drops depends on its kernel (a loaded CI machine once did not, for 15 s):
+            # the server's log below says what the server did.
             pass
         return sent
     sent = asyncio.run(flood())
     assert sent < 2_000_000, "the server never dropped a client that does not read"
     wait_line(s, r"reads too slowly", timeout=5)
+    # Dropped: after its close handshake, or close_timeout_ms (3 s) later without one.
+    wait_line(s, r"tts stream \d+ closed", timeout=10)
     grown = (s.rss_bytes() - rss0) / MIB
     print(f"    dropped after {sent} bad messages; RSS +{grown:.1f} MiB")
     assert grown < 32, f"RSS grew {grown:.0f} MiB"
