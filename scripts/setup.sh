@@ -315,6 +315,24 @@ else
   log "pipecat-ai $pipecat_version installed in the venv (--no-deps)"
 fi
 prune "$wheel_cache/$pipecat_whl"  # both of its uses above are done
+# Pipecat's TTS and STT services (brisvox.pipecat's BrisvoxTTSService and BrisvoxSTTService are
+# tested in real pipelines, tests/python/test_pipecat_services.py) import num2words for their text
+# transforms. It needs docopt only for its command-line script, and docopt ships no wheel: the
+# verified wheel goes in without dependencies, as pipecat-ai does.
+num2words_whl=num2words-0.5.14-py3-none-any.whl
+if [[ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("num2words"))' 2>/dev/null)" == 0.5.14 ]]; then
+  log "num2words 0.5.14 in the venv"
+else
+  mkdir -p "$wheel_cache"
+  if [[ ! -f $wheel_cache/$num2words_whl ]] || ! verify "$wheel_cache/$num2words_whl" "$num2words_whl" 2>/dev/null; then
+    rm -f "$wheel_cache/$num2words_whl"
+    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: "num2words==0.5.14" -d "$wheel_cache"
+    verify "$wheel_cache/$num2words_whl" "$num2words_whl" || { rm -f "$wheel_cache/$num2words_whl"; exit 1; }
+  fi
+  "$venv/bin/pip" install --quiet --no-input --no-deps --no-index "$wheel_cache/$num2words_whl"
+  prune "$wheel_cache/$num2words_whl"
+  log "num2words 0.5.14 installed in the venv (--no-deps)"
+fi
 # The parity test runs Pipecat's analyzer on the ONNX Runtime brisvox links (1.29), not on the
 # venv's newer one: this int8 model's output moves between ONNX Runtime releases (1.29 and 1.32
 # differ by up to 0.2 on the same features; docs/MODELS.md). The official onnxruntime 1.29.0 wheel,

@@ -99,21 +99,24 @@ _engines_lock = _threading.Lock()
 
 
 def shared_engine(vad_model: str = "v6", turn_model: "str | None" = None, vad_gather_wait_us: int = -1,
-                  stt_model: "str | None" = None, voice: "str | None" = None) -> Engine:
+                  stt_model: "str | None" = None, voice: "str | None" = None,
+                  admission_control: bool = True) -> Engine:
     """The process-wide Engine for these models and gather wait, created on first use (thread-safe).
 
     Every caller asking for the same settings gets the same engine, so that all the streams of a
     process share its workers and batches (the Pipecat analyzers and brisvox.livekit use it).
-    vad_gather_wait_us: Engine's (-1: its default); stt_model and voice: Engine's (None: none).
+    vad_gather_wait_us: Engine's (-1: its default); stt_model and voice: Engine's (None: none);
+    admission_control: Engine's (False for audio that is not real time: whole files, finished
+    segments, which go in faster than real time and would count as queue delay).
     For other settings, make an Engine of your own.
     """
-    key = (vad_model, turn_model, vad_gather_wait_us, stt_model, voice)
+    key = (vad_model, turn_model, vad_gather_wait_us, stt_model, voice, admission_control)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
             engine = _engines[key] = Engine(vad_model=vad_model, turn_model=turn_model,
                                             vad_gather_wait_us=vad_gather_wait_us, stt_model=stt_model,
-                                            voice=voice)
+                                            voice=voice, admission_control=admission_control)
         return engine
 
 
@@ -139,9 +142,10 @@ def transcribe(path: "str | _os.PathLike[str]", *, stt_model: str = "tiny.en", v
     The segments are the VAD's (at most 30 s each), each transcribed by Whisper on its own. params:
     language (for multilingual models), window ('full' or 'fit') and the segmenter options of
     Engine.open_stream (threshold, min_speech_ms, ...). stt_model: 'tiny.en' or a converted Whisper
-    folder (docs/MODELS.md). Runs on shared_engine(vad_model, stt_model=stt_model).
+    folder (docs/MODELS.md). Runs on shared_engine(vad_model, stt_model=stt_model,
+    admission_control=False), as `brisvox transcribe` runs its engine.
     """
-    engine = shared_engine(vad_model, stt_model=stt_model)
+    engine = shared_engine(vad_model, stt_model=stt_model, admission_control=False)
     return _json.loads(_transcribe_file(engine, _os.fspath(path), **params))
 
 

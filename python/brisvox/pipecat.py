@@ -1,8 +1,16 @@
-"""Pipecat analyzers on brisvox's shared engine (pipecat-ai 1.14; `pip install 'brisvox[pipecat]'`).
+"""Pipecat analyzers and services on brisvox's shared engine (pipecat-ai 1.14; `pip install
+'brisvox[pipecat]'`).
 
-    from brisvox.pipecat import BrisvoxVADAnalyzer, BrisvoxSmartTurnAnalyzer
+    from brisvox.pipecat import (BrisvoxVADAnalyzer, BrisvoxSmartTurnAnalyzer, BrisvoxSTTService,
+                                 BrisvoxTTSService)
     vad = BrisvoxVADAnalyzer()              # in place of SileroVADAnalyzer()
     turn = BrisvoxSmartTurnAnalyzer()       # in place of LocalSmartTurnAnalyzerV3()
+    stt = BrisvoxSTTService(model="tiny.en")            # in place of WhisperSTTService
+    tts = BrisvoxTTSService(voice="en_US-joe-medium")   # in place of PiperTTSService
+
+The services put every pipeline of a process on one engine too: Whisper runs the segments of all
+the calls on its workers, Piper speaks the replies of all the calls on its, a sentence of each in
+turn, and each model is loaded once.
 
 Every analyzer of a process is a stream of one engine (brisvox.shared_engine): the Silero model is
 loaded once, and the frames of all the calls are batched onto the engine's workers instead of
@@ -25,6 +33,13 @@ try:
     from loguru import logger
     from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn
     from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
+    from pipecat.frames.frames import ErrorFrame, TranscriptionFrame
+    from pipecat.services.settings import STTSettings, TTSSettings
+    from pipecat.services.stt_service import SegmentedSTTService
+    from pipecat.services.tts_service import TTSService
+    from pipecat.transcriptions.language import Language
+    from pipecat.utils.time import time_now_iso8601
+    from pipecat.utils.tracing.service_decorators import traced_stt, traced_tts
 except ImportError as _missing:  # brisvox itself does not need Pipecat: say which extra does
     raise ImportError(
         f"brisvox.pipecat needs Pipecat (pipecat-ai 1.14 or later), which is not installed here "
@@ -180,3 +195,147 @@ class BrisvoxSmartTurnAnalyzer(BaseSmartTurn):
         probability = brisvox.smart_turn_probability(
             np.ascontiguousarray(audio_array, dtype=np.float32), sample_rate=rate, model=self._model)
         return {"prediction": 1 if probability > 0.5 else 0, "probability": probability}
+
+
+# --- speech-to-text and text-to-speech services ---------------------------------------------------
+
+# While a stream's buffer is full, how long the service's task sleeps before it pushes again (the
+# engine's VAD worker takes 128 ms of audio in well under a millisecond).
+_PUSH_RETRY_S = 0.002
+# The rates the engine resamples a voice's speech to itself (libsoxr); other transport rates get
+# the voice's own rate, resampled by Pipecat.
+_SPEECH_RATES = (8000, 16000, 24000, 48000)
+
+
+def _language(code: str) -> "Language | str":
+    try:
+        return Language(code)
+    except ValueError:
+        return code
+
+
+def _pcm16(samples: np.ndarray) -> bytes:
+    """float32 in [-1, 1] as 16-bit little-endian PCM (rounded as `brisvox say` writes it)."""
+    return np.clip(np.round(samples * 32767.0), -32768, 32767).astype("<i2").tobytes()
+
+
+class BrisvoxSTTService(SegmentedSTTService):
+    """Pipecat's segmented STT service on brisvox's Whisper, shared by every pipeline of the process.
+
+    Each segment Pipecat's VAD closed goes to a stream of the engine (brisvox.shared_engine with
+    this stt_model) that transcribes it: the segments of all the calls are batched onto the
+    engine's Whisper workers instead of each pipeline running its own model. One
+    TranscriptionFrame per segment that holds speech (Whisper's no-speech rule drops the others,
+    as WhisperSTTService's no_speech_prob does), with this service's language.
+
+    model: 'tiny.en' (from $BRISVOX_MODELS_DIR: the wheel bundles no Whisper model) or a converted
+    Whisper folder (docs/MODELS.md); language: the segments' language for a multilingual model;
+    window: 'full' (Whisper's 30 s) or 'fit' (cut to the segment: faster, docs/PERFORMANCE.md).
+    """
+
+    def __init__(self, *, model: str = "tiny.en", language: str = "en", window: str = "full",
+                 engine: "brisvox.Engine | None" = None, **kwargs):
+        """engine: the Engine to use (default: brisvox.shared_engine(stt_model=model,
+        admission_control=False): a finished segment goes in faster than real time, which the
+        latency budget of real-time streams would count as queue delay)."""
+        settings = kwargs.pop("settings", None) or STTSettings(model=model, language=language)
+        super().__init__(settings=settings, **kwargs)
+        self._engine = engine if engine is not None else brisvox.shared_engine(stt_model=model,
+                                                                                admission_control=False)
+        self._options = {"language": language, "window": window}
+        self._language = language
+
+    @property
+    def wants_wav_segments(self) -> bool:
+        return False  # the engine takes the 16-bit samples themselves
+
+    def can_generate_metrics(self) -> bool:
+        return True
+
+    @traced_stt
+    async def _handle_transcription(self, transcript: str, is_final: bool, language: "Language | str | None" = None):
+        """A transcript, for Pipecat's tracing (as WhisperSTTService reports its own)."""
+
+    async def run_stt(self, audio: bytes):
+        """Transcribes one segment (16-bit mono PCM at the pipeline's rate) on the engine."""
+        samples = np.frombuffer(audio, dtype="<i2")
+        await self.start_processing_metrics()
+        texts = []
+        try:
+            # min_silence_ms: the segment is already one utterance; a pause inside it does not
+            # make the engine's VAD cut it in two.
+            with self._engine.open_stream(sample_rate=self.sample_rate, transcripts=True, min_silence_ms=2000,
+                                          **self._options) as stream:
+                taken = 0
+                while taken < len(samples):
+                    room = stream.writable()
+                    if room > 0:
+                        taken += stream.push(samples[taken:taken + room])
+                    else:
+                        await asyncio.sleep(_PUSH_RETRY_S)
+                stream.finish()
+                async for event in stream:
+                    if event.type == brisvox.EventType.TRANSCRIPT and event.text and not event.no_speech:
+                        texts.append(event.text.strip())
+                    elif event.type == brisvox.EventType.ERROR:
+                        raise brisvox.InferenceError(f"the engine's stream failed: {event.message}")
+        except brisvox.Error as e:
+            await self.stop_processing_metrics()
+            yield ErrorFrame(error=f"{self}: transcription failed: {e}")
+            return
+        await self.stop_processing_metrics()
+        text = " ".join(t for t in texts if t)
+        if text:
+            language = _language(self._language)
+            await self._handle_transcription(text, True, language)
+            yield TranscriptionFrame(text, self._user_id, time_now_iso8601(), language)
+
+
+class BrisvoxTTSService(TTSService):
+    """Pipecat's TTS service on brisvox's Piper voice, shared by every pipeline of the process.
+
+    Each text Pipecat hands over is one utterance of a speech session on the engine
+    (brisvox.shared_engine(voice=voice)): its audio streams out sentence by sentence, the sessions
+    of all the calls interleave on the voice's workers, and an interruption (Pipecat cancels the
+    synthesis) closes the session, so synthesis stops within the sentence being made. At a
+    transport rate of 8, 16, 24 or 48 kHz the engine resamples (libsoxr); at another, Pipecat does.
+
+    voice: an installed voice's name or a VOICE.onnx path (VOICE.onnx.json beside it);
+    voice_options: the voice's settings ({"length_scale": 1.1, ...}).
+    """
+
+    def __init__(self, *, voice: str = "en_US-joe-medium", voice_options: "dict[str, float] | None" = None,
+                 engine: "brisvox.Engine | None" = None, **kwargs):
+        """engine: the Engine to use (default: brisvox.shared_engine(voice=voice))."""
+        settings = kwargs.pop("settings", None) or TTSSettings(model=None, voice=voice, language=None)
+        super().__init__(push_start_frame=True, push_stop_frames=True, settings=settings, **kwargs)
+        self._engine = engine if engine is not None else brisvox.shared_engine(voice=voice)
+        self._voice_options = voice_options
+
+    def can_generate_metrics(self) -> bool:
+        return True
+
+    @traced_tts
+    async def run_tts(self, text: str, context_id: str):
+        """Speaks `text`: its audio frames as the engine makes them, sentence by sentence."""
+        rate = self.sample_rate if self.sample_rate in _SPEECH_RATES else 0
+        await self.start_tts_usage_metrics(text)
+        try:
+            with self._engine.open_speech(sample_rate=rate, voice_options=self._voice_options) as speech:
+                speech.speak(text)
+
+                async def pcm():
+                    async for event in speech:
+                        if event.type == brisvox.EventType.TTS_AUDIO:
+                            yield _pcm16(event.audio)
+                        elif event.type == brisvox.EventType.ERROR:
+                            raise brisvox.InferenceError(f"the voice failed: {event.message}")
+
+                async for frame in self._stream_audio_frames_from_iterator(
+                        pcm(), in_sample_rate=speech.sample_rate, context_id=context_id):
+                    await self.stop_ttfb_metrics()
+                    yield frame
+        except brisvox.Error as e:
+            yield ErrorFrame(error=f"{self}: speech failed: {e}")
+        finally:
+            await self.stop_ttfb_metrics()

@@ -12,7 +12,10 @@ import brisvox
 
 @pytest.fixture(scope="module")
 def engine():
-    return brisvox.Engine(vad_workers=1)
+    # Without admission control: these tests push faster than real time, and on a loaded machine
+    # the engine's latency budget (100 ms) would refuse the next test's streams (OverloadedError;
+    # test_overloaded_at_max_streams checks refusals on an engine of its own).
+    return brisvox.Engine(vad_workers=1, admission_control=False)
 
 
 def events_of(stream, earlier=()):
