@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "brisvox/error.h"
+#include "twice_upsampler.h"
 
 namespace brisvox {
 namespace {
@@ -64,7 +65,11 @@ Resampler::Resampler(int input_rate_hz, int output_rate_hz, std::size_t max_inpu
   if (max_input_chunk_samples == 0) {
     throw Error(ErrorCode::kInvalidArgument, "resampler max_input_chunk_samples must be > 0");
   }
-  if (!is_passthrough()) soxr_.reset(create_soxr(input_rate_hz, output_rate_hz));
+  if (output_rate_hz == 2 * input_rate_hz) {
+    twice_ = std::make_unique<audio_detail::TwiceUpsampler>();
+  } else if (!is_passthrough()) {
+    soxr_.reset(create_soxr(input_rate_hz, output_rate_hz));
+  }
 }
 
 Resampler::~Resampler() = default;
@@ -73,6 +78,8 @@ Resampler& Resampler::operator=(Resampler&&) noexcept = default;
 
 std::size_t Resampler::max_output_for(std::size_t num_input_samples) const noexcept {
   if (is_passthrough()) return num_input_samples;
+  // No blocks: twice what comes in, plus the tail flush() owes (also what max_output_for(0) holds).
+  if (twice_) return 2 * (num_input_samples + audio_detail::TwiceUpsampler::kHalfTaps);
   const std::size_t ratio_ceil = ceil_scale(1, output_rate_hz_, input_rate_hz_);
   return ceil_scale(num_input_samples, output_rate_hz_, input_rate_hz_) +
          kOutputMarginSamples * ratio_ceil;
@@ -95,6 +102,10 @@ std::size_t Resampler::process(std::span<const float> in, std::span<float> out) 
   std::size_t num_written = 0;
   for (std::size_t pos = 0; pos < in.size(); pos += max_input_chunk_samples_) {
     const std::size_t num_in = std::min(max_input_chunk_samples_, in.size() - pos);
+    if (twice_) {
+      num_written += twice_->process(in.subspan(pos, num_in), out.subspan(num_written));
+      continue;
+    }
     std::size_t num_out = 0;
     // A null idone makes libsoxr take all of the input; output beyond out's space stays in its
     // FIFO for the next call rather than being dropped.
@@ -112,6 +123,7 @@ std::size_t Resampler::process(std::span<const float> in, std::span<float> out) 
 std::size_t Resampler::flush(std::span<float> out) {
   flushed_ = true;
   if (is_passthrough() || out.empty()) return 0;
+  if (twice_) return twice_->flush(out);
   std::size_t num_out = 0;
   // A null input tells libsoxr the stream has ended, so it filters the tail against silence.
   const soxr_error_t error =
@@ -124,7 +136,9 @@ std::size_t Resampler::flush(std::span<float> out) {
 
 void Resampler::reset() {
   flushed_ = false;
-  if (!is_passthrough()) {
+  if (twice_) {
+    twice_->reset();
+  } else if (!is_passthrough()) {
     const soxr_error_t error = soxr_clear(soxr_.get());
     if (error != nullptr) {
       throw Error(ErrorCode::kInternal, fmt::format("libsoxr failed to reset: {}", error));

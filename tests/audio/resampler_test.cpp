@@ -158,6 +158,43 @@ TEST(Resampler, Upsamples8000To16000) {
   for (std::size_t i = 400; i < 7600; ++i) ASSERT_NEAR(back[i], in[i], 1e-3) << i;
 }
 
+// 8 kHz -> 16 kHz is the half-band interpolator (twice_upsampler.h), not libsoxr.
+TEST(Resampler, DoublingKeepsEveryInputSampleWithAFixedLookAhead) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> noise(0.0f, 0.3f);
+  std::vector<float> in(3001);
+  for (float& s : in) s = noise(rng);
+  Resampler r(8000, 16000);
+  std::vector<float> all, out;
+  std::size_t pushed = 0;
+  for (const std::size_t n : {1, 7, 23, 160, 1, 500, 2309}) {
+    out.resize(r.max_output_for(n));
+    const std::size_t got = r.process(std::span(in).subspan(pushed, n), out);
+    pushed += n;
+    all.insert(all.end(), out.begin(), out.begin() + static_cast<std::ptrdiff_t>(got));
+    // Output trails input by exactly 24 input samples (3 ms at 8 kHz), never in bursts.
+    ASSERT_EQ(all.size(), 2 * (pushed > 24 ? pushed - 24 : 0)) << "after " << pushed;
+  }
+  out.resize(r.max_output_for(0));
+  EXPECT_EQ(r.flush(out), 48u) << "the tail fits a max_output_for(0) buffer";
+  all.insert(all.end(), out.begin(), out.begin() + 48);
+  EXPECT_EQ(r.flush(out), 0u);
+  ASSERT_EQ(all.size(), 2 * in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) ASSERT_EQ(all[2 * i], in[i]) << "input sample " << i;
+  EXPECT_EQ(resample(in, 8000, 16000), all);
+}
+
+TEST(Resampler, DoublingIsFlatThroughThePhoneBandAndRejectsImages) {
+  for (const double f : {300.0, 1000.0, 2000.0, 3000.0, 3400.0}) {
+    SCOPED_TRACE(f);
+    const auto out = resample(sine(8000, f, 8000, 0.5), 8000, 16000);
+    const ToneFit tone = fit_tone(out, f, 16000, 800, 15200);
+    EXPECT_NEAR(tone.amplitude, 0.5, 0.5 * 2e-4);  // +-0.002 dB
+    EXPECT_LT(tone.residual_rms, 0.5 * 1e-4);      // the image and all else: 80 dB down
+    EXPECT_LT(fit_tone(out, 8000.0 - f, 16000, 800, 15200).amplitude, 0.5 * 1e-4);
+  }
+}
+
 TEST(Resampler, StreamingEqualsOfflineForAnyChunking) {
   std::mt19937 rng(5);
   std::normal_distribution<float> noise(0.0f, 0.2f);

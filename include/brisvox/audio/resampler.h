@@ -1,5 +1,9 @@
 // Sample-rate conversion of mono float audio, streaming or whole-buffer, over libsoxr (SOXR_HQ:
-// 20-bit quality, passband to 91% of the lower Nyquist frequency, linear phase).
+// 20-bit quality, passband to 91% of the lower Nyquist frequency, linear phase). An exact
+// doubling (8 kHz telephony into the 16 kHz models) is a half-band interpolator of brisvox's own
+// instead (src/audio/twice_upsampler.h): flat to 0.425 of the input rate, images 82 dB down, a
+// fixed 3 ms look-ahead at 8 kHz where libsoxr's block filtering holds output back by up to
+// ~100 ms, and about a quarter of libsoxr's CPU at that ratio.
 #pragma once
 
 #include <cstddef>
@@ -10,13 +14,17 @@
 struct soxr;  // libsoxr's handle (soxr_t is `struct soxr*`); kept out of this header.
 
 namespace brisvox {
+namespace audio_detail {
+class TwiceUpsampler;
+}
 
 // Streaming resampler for one mono stream.
 //
 // Push input with process() as it arrives, then call flush() at the end of the stream to drain
 // the filter's tail. libsoxr filters in blocks, so output lags input by up to a block (tens of ms)
 // and comes in bursts: a call may return fewer or more samples than in.size() * ratio, and
-// flush() returns the rest. Concatenating every process() output and the flush() output gives the
+// flush() returns the rest (the doubling: exactly 2 * (input so far - 24) samples, then 48 from
+// flush()). Concatenating every process() output and the flush() output gives the
 // same samples (to float rounding) however the input was chunked.
 //
 // When both rates are equal the resampler is an exact pass-through copy (no delay, flush() writes
@@ -74,6 +82,7 @@ class Resampler {
   int output_rate_hz_;
   std::size_t max_input_chunk_samples_;
   std::unique_ptr<soxr, SoxrDeleter> soxr_;
+  std::unique_ptr<audio_detail::TwiceUpsampler> twice_;  // exact doublings (8 -> 16 kHz) instead of soxr_
   bool flushed_ = false;
 };
 
