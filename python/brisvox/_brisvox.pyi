@@ -168,7 +168,7 @@ class _StreamOptions(TypedDict, total=False):
     """Engine.open_stream's keyword options (the defaults in the comments)."""
     sample_rate: int  # 16000
     buffer_ms: int  # 128
-    model_rate: int  # 0: 8000 for 8 kHz input, else 16000
+    model_rate: int  # 0: 16000 (8 kHz input upsampled); 8000 runs the 8 kHz model
     threshold: float  # 0.5
     neg_threshold: float  # -1.0: threshold - 0.15
     min_speech_ms: int  # 250

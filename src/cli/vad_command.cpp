@@ -22,7 +22,7 @@ struct VadCommandOptions {
   std::string format = "json";
   bool frame_probs = false;
   std::string model = "v6";
-  int model_rate_hz = 0;  // 0: 8000 for 8 kHz input, else 16000
+  int model_rate_hz = 0;  // 0: 16000 (8 kHz input upsampled); 8000 runs the 8 kHz model
   SegmenterParams params;
   int workers = 0;
 };

@@ -112,12 +112,13 @@ TEST(Engine, ManyConcurrentStreamsAreEachExact) {
   EXPECT_EQ(st.model("vad").latency.count(), st.frames_processed());
 }
 
-TEST(Engine, EightKilohertzStreamsRunNatively) {
+TEST(Engine, EightKilohertzStreamsRunNativelyWhenAsked) {
   Engine engine(small_engine(1));
   const Audio prompt = load_audio("/usr/share/asterisk/sounds/en_US_f_Allison/agent-loggedoff.wav");
   ASSERT_EQ(prompt.sample_rate_hz, 8000);
   StreamConfig sc;
   sc.sample_rate_hz = 8000;
+  sc.vad.model_rate_hz = 8000;
   sc.vad.emit_probabilities = true;
   Stream s = engine.open_stream(sc);
   const auto r = feed_all(s, prompt.samples, 7);
@@ -329,10 +330,16 @@ TEST(Engine, AStreamReportsTheConfigItRunsWith) {
   Engine engine(small_engine(1));
   StreamConfig sc;
   sc.sample_rate_hz = 8000;
+  Stream up = engine.open_stream(sc);
+  EXPECT_EQ(up.model_rate_hz(), 16000) << "8 kHz input reaches the 16 kHz model by default";
+  EXPECT_EQ(up.config().vad.model_rate_hz, 16000);
+  up.close();
+  sc.vad.model_rate_hz = 8000;
   Stream s = engine.open_stream(sc);
   EXPECT_EQ(s.model_rate_hz(), 8000);
   EXPECT_EQ(s.config().vad.model_rate_hz, 8000);
   EXPECT_TRUE(s.can_flush()) << "no resampler: flush() never waits";
+  sc.vad.model_rate_hz = 0;
   sc.sample_rate_hz = 44100;
   Stream r = engine.open_stream(sc);
   EXPECT_EQ(r.model_rate_hz(), 16000);

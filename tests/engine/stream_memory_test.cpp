@@ -61,6 +61,8 @@ TEST(StreamMemory, OtherPipelinesCostWhatTheirStagesKeep) {
   StreamConfig telephony;
   telephony.sample_rate_hz = 8000;
   const PerStream at8k = per_stream(engine, telephony);
+  telephony.vad.model_rate_hz = 8000;
+  const PerStream native8k = per_stream(engine, telephony);
   StreamConfig resampled;
   resampled.sample_rate_hz = 44100;
   const PerStream at44k = per_stream(engine, resampled);
@@ -71,10 +73,13 @@ TEST(StreamMemory, OtherPipelinesCostWhatTheirStagesKeep) {
   segments.vad.segment_audio = true;
   segments.vad.max_segment_audio_s = 10.0;
   const PerStream with_segments = per_stream(engine, segments);
-  std::printf("8 kHz VAD: %.0f bytes; 44.1 kHz (resampled): %.0f; 16 kHz + turn: %.0f; 16 kHz + 10 s segment audio: "
+  std::printf("8 kHz VAD, native: %.0f bytes; 8 kHz upsampled: %.0f; 44.1 kHz (resampled): %.0f; 16 kHz + turn: %.0f; 16 kHz + 10 s segment audio: "
               "%.0f\n",
-              at8k.bytes, at44k.bytes, with_turn.bytes, with_segments.bytes);
-  EXPECT_LE(at8k.bytes, kMaxBytesPerVadStream);
+              native8k.bytes, at8k.bytes, at44k.bytes, with_turn.bytes, with_segments.bytes);
+  EXPECT_LE(native8k.bytes, kMaxBytesPerVadStream);
+  // The 2x upsampler's front: its output block (2 x 1024 samples) and ~1.3 KB of filter history.
+  EXPECT_LE(at8k.bytes, kMaxBytesPerVadStream + 10 * 1024);
+  EXPECT_LT(at8k.bytes, at44k.bytes / 2) << "the doubling needs none of libsoxr's block buffers";
   // The turn stage keeps 9.5 s of audio (16 kHz float: 608 000 bytes) and little else.
   EXPECT_GT(with_turn.bytes, 608'000);
   EXPECT_LT(with_turn.bytes, 608'000 + 32 * 1024);

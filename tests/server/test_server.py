@@ -277,7 +277,7 @@ async def test_stream_8khz(c):
     want = segments_of(cli_json(c.brisvox, path))
     messages, code, _ = await stream_file(c.server, "sample_rate=8000", pcm8, c.rng)
     assert code == 1000
-    assert messages[0]["config"]["model_rate"] == 8000, messages[0]
+    assert messages[0]["config"]["model_rate"] == 16000, messages[0]  # upsampled to the 16 kHz model
     got = speech_segments(messages)
     assert want and same_segments(got, want), f"{got} != {want}"
 

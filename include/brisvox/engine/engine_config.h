@@ -126,7 +126,7 @@ struct EngineConfig {
 struct VadOptions {
   std::string model = "vad";   // a kSileroVad entry of EngineConfig::models
   SegmenterParams params;      // silero-vad's get_speech_timestamps parameters
-  int model_rate_hz = 0;       // 0: 8000 for 8 kHz input, else 16000 (vad_model_rate_hz)
+  int model_rate_hz = 0;       // 0: 16000 (8 kHz input upsampled); 8000 runs the 8 kHz model (vad_model_rate_hz)
   bool emit_probabilities = false;  // a kVadProbability event per model frame
   // Each finished speech segment's audio (model rate, float32) as the payload of its kSpeechEnd
   // event (Stream::read_payload), for a speech-to-text of your own. Keeps up to
@@ -170,7 +170,7 @@ struct StreamConfig {
   static constexpr int kMinSampleRateHz = 1000;
   static constexpr int kMaxSampleRateHz = 768000;
 
-  int sample_rate_hz = 16000;  // rate of the pushed samples: 1000 to 768000; 8000/16000 native, others resampled
+  int sample_rate_hz = 16000;  // rate of the pushed samples: 1000 to 768000; 16000 as is, 8000 upsampled 2x, others resampled
   // Audio a stream may hold before push() refuses samples: how late the workers may fall behind
   // before the caller must hold audio back (above latency_budget_ms, when the stream already gets
   // an overload event). 128 ms is 8 KiB at 16 kHz, most of a stream's memory.

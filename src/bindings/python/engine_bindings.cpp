@@ -752,8 +752,8 @@ void bind_engine(nb::module_& m) {
                                          [&](const StreamConfig& c) { return self.engine->open_stream(c); });
           },
           nb::keep_alive<0, 1>(),  // a stream keeps its engine alive
-          "Opens a stream. Keyword options (defaults): sample_rate (16000; 8000/16000 native, others "
-          "resampled), buffer_ms (128), threshold (0.5), neg_threshold (auto), min_speech_ms (250), "
+          "Opens a stream. Keyword options (defaults): sample_rate (16000; every rate reaches the 16 kHz model, "
+          "model_rate=8000 runs the 8 kHz model), buffer_ms (128), threshold (0.5), neg_threshold (auto), min_speech_ms (250), "
           "min_silence_ms (100), speech_pad_ms (30), max_speech_s (inf), min_silence_at_max_speech_ms (98), "
           "use_max_poss_sil_at_max_speech (True), model_rate (auto), emit_probabilities (False), turn "
           "(False), turn_stop_ms (200), turn_pre_speech_ms (500), turn_max_silence_ms (3000), "

@@ -22,7 +22,10 @@ int silero_model_rate_hz(int input_rate_hz, int requested_hz) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("model rate must be 0 (auto), 8000 or 16000, got {}", requested_hz));
   }
-  return input_rate_hz == 8000 ? 8000 : 16000;
+  // Every input rate, 8 kHz telephony included, runs the 16 kHz model: on phone audio it finds
+  // more of the speech than the 8 kHz model does (docs/TELEPHONY.md, "Phone-band accuracy").
+  (void)input_rate_hz;
+  return 16000;
 }
 
 int silero_chunk_samples(int sample_rate_hz) {

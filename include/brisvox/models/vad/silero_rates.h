@@ -5,7 +5,9 @@
 namespace brisvox {
 
 // The model rate for a stream of `input_rate_hz`: `requested_hz` when given (8000 or 16000),
-// else 8000 for 8 kHz input (telephony runs natively) and 16000 for every other rate (resampled).
+// else 16000 for every input rate: 8 kHz telephony is upsampled (2x, Resampler) to the 16 kHz
+// model, which scores higher on phone audio than the 8 kHz model (docs/TELEPHONY.md); 8000 runs
+// the 8 kHz model natively, at about 1.6x the streams per core.
 // Throws Error(kInvalidArgument) for a requested rate other than 0, 8000 or 16000.
 int silero_model_rate_hz(int input_rate_hz, int requested_hz = 0);
 
