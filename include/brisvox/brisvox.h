@@ -67,9 +67,10 @@
 extern "C" {
 #endif
 
-/* The version of this API the header describes: incremented when something is added. Version 3
- * adds transcripts, calls, speech sessions and file transcription; version 2, on_events. */
-#define BRISVOX_C_API_VERSION 3
+/* The version of this API the header describes: incremented when something is added. Version 4
+ * adds the stream's model_rate_hz; version 3, transcripts, calls, speech sessions and file
+ * transcription; version 2, on_events. */
+#define BRISVOX_C_API_VERSION 4
 
 /* ---- status codes ------------------------------------------------------------------------------ */
 
@@ -166,8 +167,8 @@ typedef struct brisvox_stream brisvox_stream;
 
 typedef struct brisvox_stream_options {
   size_t struct_size;         /* sizeof(brisvox_stream_options) */
-  int32_t sample_rate_hz;     /* rate of the pushed samples, 1000 to 768000; 8000/16000 native, others
-                               * resampled; default 16000 */
+  int32_t sample_rate_hz;     /* rate of the pushed samples, 1000 to 768000; all reach the 16 kHz model
+                               * (8000 upsampled 2x) unless model_rate_hz is 8000; default 16000 */
   int32_t buffer_ms;          /* audio the stream holds before push refuses samples; default 128 */
   /* Speech segments: silero-vad's get_speech_timestamps parameters and defaults. */
   double threshold;           /* 0.5 */
@@ -203,6 +204,11 @@ typedef struct brisvox_stream_options {
   const char* language;       /* Whisper's language code ("en", "de", ...); NULL (default): "en".
                                * English-only models take "en" or "". There is no detection. */
   int32_t stt_window;         /* a brisvox_stt_window; default BRISVOX_STT_WINDOW_FULL */
+  /* Added in API version 4 (an earlier struct_size is accepted, with this at its default). The rate
+   * Silero VAD runs at: 0 (default) the 16 kHz model for every input rate, 8 kHz upsampled (the
+   * more accurate on phone audio, docs/TELEPHONY.md); 8000 the 8 kHz model (8 kHz input natively,
+   * ~1.6x the streams per core); 16000 the same as 0. */
+  int32_t model_rate_hz;
 } brisvox_stream_options;
 
 typedef enum brisvox_stt_window {

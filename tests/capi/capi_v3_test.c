@@ -627,6 +627,28 @@ static void test_missing_models(const char* wav) {
   CHECK_STATUS(brisvox_engine_destroy(engine), BRISVOX_OK);
 }
 
+/* Version 4: the stream's model_rate_hz. 8 kHz input reaches the 16 kHz model unless 8000 is asked;
+ * a rate Silero has no model for is refused with the field's name; version 3's layout still opens. */
+static void test_model_rate(brisvox_engine* engine) {
+  brisvox_stream_options so;
+  brisvox_stream_options_init(&so);
+  CHECK(so.model_rate_hz == 0);
+  so.sample_rate_hz = 8000;
+  brisvox_stream* s = NULL;
+  for (int i = 0; i < 2; ++i) {
+    so.model_rate_hz = i == 0 ? 8000 : 16000;
+    CHECK_STATUS(brisvox_stream_open(engine, &so, &s), BRISVOX_OK);
+    if (s) brisvox_stream_close(s);
+    s = NULL;
+  }
+  so.model_rate_hz = 22050;
+  CHECK_STATUS(brisvox_stream_open(engine, &so, &s), BRISVOX_ERR_INVALID_ARGUMENT);
+  CHECK(s == NULL && contains(brisvox_engine_message(engine), "model_rate_hz"));
+  so.struct_size = offsetof(brisvox_stream_options, model_rate_hz); /* version 3: 22050 never read */
+  CHECK_STATUS(brisvox_stream_open(engine, &so, &s), BRISVOX_OK);
+  if (s) brisvox_stream_close(s);
+}
+
 static void test_call_arguments(brisvox_engine* engine) {
   brisvox_call_options co;
   brisvox_call_options_init(&co);
@@ -736,7 +758,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: not a 16 kHz 16-bit mono WAV (run scripts/setup.sh)\n", argv[1]);
     return 1;
   }
-  CHECK(brisvox_api_version() == BRISVOX_C_API_VERSION && BRISVOX_C_API_VERSION == 3);
+  CHECK(brisvox_api_version() == BRISVOX_C_API_VERSION && BRISVOX_C_API_VERSION == 4);
   test_null_handles();
   test_missing_models(argv[1]);
 
@@ -758,6 +780,7 @@ int main(int argc, char** argv) {
   if (engine) {
     test_transcripts(engine, argv[1], &pcm, argv[2]);
     test_call_arguments(engine);
+    test_model_rate(engine);
     test_call_speaks(engine);
     test_call_barge_in(engine, &pcm);
     test_speech(engine);

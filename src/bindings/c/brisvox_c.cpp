@@ -24,6 +24,7 @@ namespace brisvox::capi {
 constexpr std::size_t kEngineOptionsV2 = offsetof(brisvox_engine_options, stt_model);  // = version 1's
 constexpr std::size_t kStreamOptionsV1 = offsetof(brisvox_stream_options, on_events);
 constexpr std::size_t kStreamOptionsV2 = offsetof(brisvox_stream_options, transcripts);
+constexpr std::size_t kStreamOptionsV3 = offsetof(brisvox_stream_options, model_rate_hz);
 
 void engine_defaults(brisvox_engine_options& o) {
   const EngineConfig d;
@@ -59,11 +60,12 @@ void stream_defaults(brisvox_stream_options& o) {
   o.transcripts = 0;
   o.language = nullptr;
   o.stt_window = BRISVOX_STT_WINDOW_FULL;
+  o.model_rate_hz = d.vad.model_rate_hz;
 }
 
 brisvox_stream_options read_stream_options(const brisvox_stream_options* in) {
   return read_options(in, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
-                      {kStreamOptionsV1, kStreamOptionsV2});
+                      {kStreamOptionsV1, kStreamOptionsV2, kStreamOptionsV3});
 }
 
 StreamConfig stream_config(const brisvox_stream_options& o) {
@@ -77,6 +79,7 @@ StreamConfig stream_config(const brisvox_stream_options& o) {
   c.vad.params.speech_pad_ms = o.speech_pad_ms;
   c.vad.params.max_speech_s = o.max_speech_s;
   c.vad.emit_probabilities = o.emit_probabilities != 0;
+  c.vad.model_rate_hz = o.model_rate_hz;
   if (o.turn != 0) {
     TurnOptions turn;
     turn.params.stop_ms = o.turn_stop_ms;
