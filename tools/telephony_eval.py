@@ -321,28 +321,33 @@ def density(args, sets, work):
     return out
 
 
+PHONE_PATHS = [("default", None), ("native", 8000)]
+
+
+def rate_flags(model_rate):
+    return ["--model-rate", str(model_rate)] if model_rate else []
+
+
 def turn_eval(args, sets):
-    """Smart Turn verdicts of each condition's turns against the wideband ones, matched by time."""
+    """Smart Turn verdicts on the phone conditions against the wideband ones, turn by turn (matched
+    by their ends, within 0.3 s), through the default path and the native 8 kHz one."""
     s = sets["wide"]
+    ref = run_json([args.brisvox, "turn", "--no-progress", s["files"]["wideband"]])[0]["turns"]
     res = {}
-    verdicts = {}
-    for cond in ["wideband"] + CONDITIONS:
-        out = run_json([args.brisvox, "turn", "--no-progress", s["files"][cond]])[0]
-        verdicts[cond] = out["turns"]
-    ref = verdicts["wideband"]
     for cond in CONDITIONS:
-        agree = 0
-        probs = []
-        for t in ref:
-            near = [u for u in verdicts[cond] if abs(u["end"] - t["end"]) < 0.3]
-            if near:
-                u = min(near, key=lambda u: abs(u["end"] - t["end"]))
-                same = (u["probability"] >= 0.5) == (t["probability"] >= 0.5)
-                agree += same
-                probs.append(abs(u["probability"] - t["probability"]))
-        res[cond] = {"wideband_turns": len(ref), "turns": len(verdicts[cond]), "agree": agree,
-                     "agreement": round(agree / len(ref), 4) if ref else None,
-                     "mean_abs_probability_difference": round(float(np.mean(probs)), 4) if probs else None}
+        for path, model_rate in PHONE_PATHS:
+            turns = run_json([args.brisvox, "turn", "--no-progress", *rate_flags(model_rate), s["files"][cond]])[0]["turns"]
+            agree = 0
+            diffs = []
+            for t in ref:
+                near = [u for u in turns if abs(u["end"] - t["end"]) < 0.3]
+                if near:
+                    u = min(near, key=lambda u: abs(u["end"] - t["end"]))
+                    agree += (u["probability"] >= 0.5) == (t["probability"] >= 0.5)
+                    diffs.append(abs(u["probability"] - t["probability"]))
+            res[f"{cond}/{path}"] = {"wideband_turns": len(ref), "turns": len(turns), "agree": agree,
+                                     "agreement": round(agree / len(ref), 4) if ref else None,
+                                     "mean_abs_probability_difference": round(float(np.mean(diffs)), 4) if diffs else None}
     return res
 
 
@@ -361,8 +366,9 @@ def wer(ref, hyp):
 
 
 def stt_eval(args, sets, work):
-    """Whisper WER of the transcribed utterances, each condition against wideband: every utterance
-    with a transcript cut out of the condition's audio (its span plus 0.3 s) and transcribed alone."""
+    """Whisper WER of the transcribed utterances: wideband, and each phone condition through the
+    default path and the native 8 kHz one. Every utterance with a transcript is cut out of the
+    condition's audio (its span plus 0.3 s) and transcribed alone."""
     s = sets["wide"]
     res = {}
     for cond in ["wideband"] + CONDITIONS:
@@ -375,14 +381,17 @@ def stt_eval(args, sets, work):
             write_wav(p, x[max(0, int((a - 0.3) * r)): int((b + 0.3) * r)], r)
             paths.append(p)
             refs.append(text)
-        outs = run_json([args.brisvox, "transcribe", "--no-progress", "--model", args.stt_model, *paths])
-        by_file = {o["file"]: " ".join(seg["text"] for seg in o["segments"]) for o in outs}
-        errors = total = 0
-        for p, ref in zip(paths, refs):
-            e, n = wer(words(ref), words(by_file.get(p, "")))
-            errors += e
-            total += n
-        res[cond] = {"utterances": len(paths), "words": total, "errors": int(errors), "wer": round(errors / total, 4)}
+        for path, model_rate in PHONE_PATHS if cond != "wideband" else [("default", None)]:
+            outs = run_json([args.brisvox, "transcribe", "--no-progress", "--model", args.stt_model,
+                             *rate_flags(model_rate), *paths])
+            by_file = {o["file"]: " ".join(seg["text"] for seg in o["segments"]) for o in outs}
+            errors = total = 0
+            for p, ref in zip(paths, refs):
+                e, n = wer(words(ref), words(by_file.get(p, "")))
+                errors += e
+                total += n
+            res[f"{cond}/{path}"] = {"utterances": len(paths), "words": total, "errors": int(errors),
+                                     "wer": round(errors / total, 4)}
     return res
 
 

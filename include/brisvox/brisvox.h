@@ -207,7 +207,7 @@ typedef struct brisvox_stream_options {
   /* Added in API version 4 (an earlier struct_size is accepted, with this at its default). The rate
    * Silero VAD runs at: 0 (default) the 16 kHz model for every input rate, 8 kHz upsampled (the
    * more accurate on phone audio, docs/TELEPHONY.md); 8000 the 8 kHz model (8 kHz input natively,
-   * ~1.6x the streams per core); 16000 the same as 0. */
+   * ~1.7x the callers per core); 16000 the same as 0. */
   int32_t model_rate_hz;
 } brisvox_stream_options;
 

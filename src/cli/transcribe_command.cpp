@@ -10,6 +10,7 @@
 #include "brisvox/formats/transcript_writers.h"
 #include "cli/commands.h"
 #include "cli/file_run.h"
+#include "cli/vad_params.h"
 
 namespace brisvox::cli {
 namespace {
@@ -21,6 +22,7 @@ struct TranscribeOptions {
   std::string language = "en";
   std::string window = "full";
   std::string vad_model = "v6";
+  int model_rate_hz = 0;
   int workers = 0;
   int stt_workers = 1;
   int stt_threads = 1;
@@ -46,6 +48,7 @@ int run_transcribe(const TranscribeOptions& o) {
   check_workers("--workers", o.workers);
   check_workers("--stt-workers", o.stt_workers);
   check_workers("--stt-threads", o.stt_threads);
+  check_model_rate(o.model_rate_hz);
   EngineConfig ec;
   ec.models = {ModelSpec::silero_vad(o.vad_model), ModelSpec::whisper(o.model)};
   ec.models[0].num_workers = o.workers;
@@ -55,6 +58,7 @@ int run_transcribe(const TranscribeOptions& o) {
   const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
   const double load_s = seconds_since(loading);
+  run_options.stream.vad.model_rate_hz = o.model_rate_hz;
   run_options.stream.stt = SttOptions{};
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
@@ -92,6 +96,7 @@ Command add_transcribe_command(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--vad-model", o->vad_model, "VAD model: v5, v6, v5-exported, v6-exported or a path")
       ->capture_default_str();
+  add_model_rate_option(app, o->model_rate_hz);
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
   app.add_option("--stt-workers", o->stt_workers, "Whisper threads (they share the model's sessions, ~320 MB)")
       ->capture_default_str();

@@ -24,6 +24,7 @@ struct TurnCommandOptions {
   std::string format = "json";
   std::string turn_model = "v3.2";
   std::string model = "v6";
+  int model_rate_hz = 0;
   int workers = 0;
   int turn_workers = 1;
   int turn_threads = 1;
@@ -49,7 +50,9 @@ int run_turn(const TurnCommandOptions& o) {
   check_workers("--workers", o.workers);
   check_workers("--turn-workers", o.turn_workers);
   check_workers("--turn-threads", o.turn_threads);
+  check_model_rate(o.model_rate_hz);
   run_options.stream.vad.params = o.vad;
+  run_options.stream.vad.model_rate_hz = o.model_rate_hz;
   run_options.stream.turn = brisvox::TurnOptions{};
   run_options.stream.turn->params = turn;
   EngineConfig ec;
@@ -96,6 +99,7 @@ Command add_turn_command(CLI::App& app) {
   app.add_option("--turn-model", o->turn_model, "Smart Turn model: v3.2 (bundled) or a v3.x .onnx file")
       ->capture_default_str();
   app.add_option("--model", o->model, "VAD model: v5, v6, v5-exported, v6-exported or a path")->capture_default_str();
+  add_model_rate_option(app, o->model_rate_hz);
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
   app.add_option("--turn-workers", o->turn_workers, "Smart Turn threads")->capture_default_str();
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")->capture_default_str();

@@ -31,9 +31,7 @@ struct VadCommandOptions {
 int run_vad(const VadCommandOptions& o) {
   const SegmentFormat format = parse_segment_format(o.format);
   o.params.validate();
-  if (o.model_rate_hz != 0 && o.model_rate_hz != 8000 && o.model_rate_hz != 16000) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("--model-rate must be 8000 or 16000, got {}", o.model_rate_hz));
-  }
+  check_model_rate(o.model_rate_hz);
   OfflineOptions run_options;
   apply_file_options(o.files, run_options);
   check_workers("--workers", o.workers);
@@ -87,8 +85,7 @@ Command add_vad_command(CLI::App& app) {
   app.add_option("--format", o->format, "json, csv, rttm or audacity")->capture_default_str();
   app.add_flag("--frame-probs", o->frame_probs, "Add the speech probability of every model chunk (json)");
   app.add_option("--model", o->model, "v5, v6 (bundled, batched rewrite), v5-exported, v6-exported (as published) or the path of a Silero VAD .onnx")->capture_default_str();
-  app.add_option("--model-rate", o->model_rate_hz,
-                 "Rate the model runs at, 8000 or 16000 (default: 8000 for 8 kHz input, else 16000)");
+  add_model_rate_option(app, o->model_rate_hz);
   app.add_option("--workers", o->workers, "Inference threads (default: one per core)");
   add_vad_params(app, o->params);
   return [o] { return run_vad(*o); };

@@ -1,6 +1,22 @@
 #include "cli/vad_params.h"
 
+#include <fmt/format.h>
+
+#include "brisvox/error.h"
+
 namespace brisvox::cli {
+
+void add_model_rate_option(CLI::App& app, int& model_rate_hz) {
+  app.add_option("--model-rate", model_rate_hz,
+                 "Rate the VAD model runs at, 8000 or 16000 (default: 16000 for every input; 8 kHz audio is "
+                 "upsampled, which finds more speech on phone audio than 8000 does)");
+}
+
+void check_model_rate(int model_rate_hz) {
+  if (model_rate_hz != 0 && model_rate_hz != 8000 && model_rate_hz != 16000) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--model-rate must be 8000 or 16000, got {}", model_rate_hz));
+  }
+}
 
 void add_vad_params(CLI::App& app, SegmenterParams& p) {
   app.add_option("--threshold", p.threshold, "Speech probability that starts speech")->capture_default_str();

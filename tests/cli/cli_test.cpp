@@ -630,6 +630,13 @@ TEST(CliErrors, BadOptionValuesAreUsageErrors) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "");
   }
+  // turn and transcribe take the VAD's --model-rate too, checked before any model loads.
+  for (const char* command : {"turn", "transcribe"}) {
+    const ProcessResult r = brisvox({command, "--model-rate", "22050", prompt("vm-intro")});
+    SCOPED_TRACE(command);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find("--model-rate must be 8000 or 16000, got 22050"), std::string::npos) << r.err;
+  }
   const ProcessResult no_files = brisvox({"vad"});
   EXPECT_EQ(no_files.exit_code, 2) << no_files.describe();
   const ProcessResult no_command = brisvox({});
