@@ -69,7 +69,11 @@ class _EngineModel:
     def _open(self) -> None:
         if self._stream is not None:
             self._stream.close()
-        self._stream = self._engine.open_stream(sample_rate=self._sample_rate, emit_probabilities=True)
+        # LiveKit's Silero plugin runs the model at the track's rate, one probability per window as
+        # it arrives: so does this one (model_rate), where the engine's default would upsample 8 kHz
+        # to the 16 kHz model, whose 3 ms look-ahead holds each window's probability back.
+        self._stream = self._engine.open_stream(sample_rate=self._sample_rate, model_rate=self._sample_rate,
+                                                emit_probabilities=True)
 
     @property
     def sample_rate(self) -> int:

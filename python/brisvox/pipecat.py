@@ -105,8 +105,12 @@ class BrisvoxVADAnalyzer(VADAnalyzer):
     def _open_stream(self):
         if self._stream is not None:
             self._stream.close()
-        # Every window's probability, nothing else is needed from the segmenter.
-        self._stream = self._engine.open_stream(sample_rate=self.sample_rate, emit_probabilities=True)
+        # Every window's probability, nothing else is needed from the segmenter. The model runs at
+        # the window's own rate, as SileroVADAnalyzer's does (voice_confidence answers for the window
+        # just given): the engine's default, 8 kHz upsampled to the 16 kHz model, would hold each
+        # window's probability back by the upsampler's 3 ms look-ahead.
+        self._stream = self._engine.open_stream(sample_rate=self.sample_rate, model_rate=self.sample_rate,
+                                                emit_probabilities=True)
         self._windows_since_reset = 0
         self._low_windows = 0
 
