@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <utility>
+#include <vector>
+
 #include "server/base64.h"
 #include "server/peer_json.h"
 #include "server/stream_json.h"
@@ -13,16 +16,36 @@ namespace {
 
 using Json = nlohmann::json;
 
+// start.custom_parameters: an object of strings (as a TeXML <Stream>'s <Parameter>s read), or the
+// array of {name, value} that Call Control's streaming_start takes: Telnyx's pages do not show the
+// start frame's shape of it, so either is read.
+std::string read_custom_parameters(const Json& start, std::vector<std::pair<std::string, std::string>>& out) {
+  const auto params = start.find("custom_parameters");
+  if (params == start.end() || !params->is_array()) {
+    return read_parameters(start, "custom_parameters", kMaxTelnyxParameters, kMaxTelnyxParameterBytes, out, "start");
+  }
+  if (params->size() > kMaxTelnyxParameters) {
+    return fmt::format("start.custom_parameters has more than {} entries", kMaxTelnyxParameters);
+  }
+  for (const Json& p : *params) {
+    std::string name, value, e;
+    if (!p.is_object()) return "start.custom_parameters must be an object or an array of {name, value}";
+    if (!(e = read_string(p, "name", name, kMaxTelnyxParameterBytes, true, "start.custom_parameters[]")).empty() ||
+        !(e = read_string(p, "value", value, kMaxTelnyxParameterBytes, true, "start.custom_parameters[]")).empty()) {
+      return e;
+    }
+    out.emplace_back(std::move(name), std::move(value));
+  }
+  return {};
+}
+
 std::string read_start(const Json& j, StreamStart& s) {
   std::string e;
   const Json* start = object_field(j, "start", e);
   if (start == nullptr) return e;
   if (!(e = read_string(*start, "call_control_id", s.call_sid, kMaxTelnyxIdBytes, false, "start")).empty()) return e;
   if (!(e = read_string(*start, "user_id", s.account_sid, kMaxTelnyxIdBytes, false, "start")).empty()) return e;
-  if (!(e = read_parameters(*start, "custom_parameters", kMaxTelnyxParameters, kMaxTelnyxParameterBytes,
-                            s.custom_parameters, "start")).empty()) {
-    return e;
-  }
+  if (!(e = read_custom_parameters(*start, s.custom_parameters)).empty()) return e;
   const Json* format = object_field(*start, "media_format", e);
   if (format == nullptr) return "start has no \"media_format\" object";
   if (!(e = read_string(*format, "encoding", s.encoding, kMaxTelnyxIdBytes, true, "start.media_format")).empty()) {

@@ -5,7 +5,8 @@
 // send back (media, mark, clear). Field names are Telnyx's, snake_case.
 //
 // Where Telnyx's fields are: stream_id and sequence_number at the top of every frame but connected;
-// start.call_control_id, start.user_id, start.custom_parameters (a TeXML <Stream>'s <Parameter>s),
+// start.call_control_id, start.user_id, start.custom_parameters (a TeXML <Stream>'s <Parameter>s,
+// Call Control's custom_parameters; an object, or an array of {name, value}),
 // start.media_format {encoding, sample_rate, channels}; media {track, chunk, timestamp, payload:
 // the base64 RTP payload, no RTP header}; dtmf.digit; mark.name; the connected frame's
 // x-telnyx-streaming-auth-token (Telnyx's streaming auth token, when one is configured). An error

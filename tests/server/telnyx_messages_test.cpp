@@ -37,6 +37,23 @@ TEST(TelnyxMessages, ReadsTelnyxDocumentedStart) {
   EXPECT_EQ(check_telnyx_media_format(m.start, TelnyxFormat{}), "");
 }
 
+TEST(TelnyxMessages, ReadsCustomParametersAsAnObjectOrCallControlsArray) {
+  const StreamMessage m = parse_telnyx_message(
+      R"({"event":"start","stream_id":"s","start":{"custom_parameters":[{"name":"token","value":"t"},)"
+      R"({"name":"FirstName","value":"Jane"}],"media_format":{"encoding":"PCMU","sample_rate":8000,"channels":1}}})");
+  ASSERT_TRUE(m.ok) << m.error;
+  ASSERT_EQ(m.start.custom_parameters.size(), 2u);
+  EXPECT_EQ(m.start.custom_parameters[0], (std::pair<std::string, std::string>{"token", "t"}));
+  EXPECT_EQ(m.start.custom_parameters[1], (std::pair<std::string, std::string>{"FirstName", "Jane"}));
+  for (const char* bad : {R"([{"name":"a"}])", R"([{"name":1,"value":"b"}])", R"(["a"])", R"("a=b")"}) {
+    const StreamMessage b = parse_telnyx_message(
+        std::string(R"({"event":"start","stream_id":"s","start":{"custom_parameters":)") + bad +
+        R"(,"media_format":{"encoding":"PCMU","sample_rate":8000,"channels":1}}})");
+    EXPECT_FALSE(b.ok) << bad;
+    EXPECT_NE(b.error.find("custom_parameters"), std::string::npos) << b.error;
+  }
+}
+
 TEST(TelnyxMessages, TakesOnlyTheStreamsCodecAndRateSayingWhich) {
   StreamStart s = parse_telnyx_message(kStart).start;
   EXPECT_NE(check_telnyx_media_format(s, TelnyxFormat{"PCMA", 8000}).find("\"PCMU\""), std::string::npos);
