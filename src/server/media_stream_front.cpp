@@ -42,6 +42,7 @@ MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io
       app_url_(std::move(app)),
       listen_only_(listen_only),
       authorized_(authorized),
+      chunker_(dialect_->min_media_bytes(), dialect_->silence()),
       carried_token_(std::move(upgrade_token)) {}
 
 MediaStreamFront::~MediaStreamFront() {
@@ -112,7 +113,7 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
       stopped_ = true;
       if (end_reason_.empty()) end_reason_ = "caller_hangup";  // not after the application's hangup
       held_.clear();  // the provider echoes nothing more
-      pending_.clear();
+      chunker_.clear();
       c_->log("{} {}: stop (the caller hung up or the stream was stopped)", kind_, c_->id());
       call.end(kCloseNormal, "", /*drop_speech=*/true);
       return;
@@ -156,8 +157,8 @@ void MediaStreamFront::start(const StreamMessage& m) {
           m.start.tracks.empty() ? "-" : fmt::format("{}", fmt::join(m.start.tracks, ",")),
           listen_only_ ? "listen-only" : "bidirectional", app_url_.text);
   link_ = std::make_shared<CallAppLink>(strand_, app_url_, static_cast<CallAppLink::Listener*>(this));
-  link_->send(call_start_message(CallStartInfo{to_string(dialect_->provider()), call_sid_, stream_sid_, m.start.account_sid, listen_only_,
-                                               &parameters, c_->id()}));
+  link_->send(call_start_message(CallStartInfo{to_string(dialect_->provider()), call_sid_, stream_sid_,
+                                               m.start.account_sid, listen_only_, &parameters, c_->id()}));
   link_->start();
 }
 
@@ -225,15 +226,7 @@ void MediaStreamFront::event(std::string message, SendQueue::Kind kind) {
 
 void MediaStreamFront::audio(std::uint32_t utterance, std::string bytes) {
   if (listen_only_ || !started_) return;  // never sent on a listen-only stream (speak is refused there)
-  const std::size_t least = dialect_->min_media_bytes();
-  if (least == 0) return send_media(utterance, std::move(bytes));
-  // Pieces shorter than the provider takes wait to be joined with the next of their utterance.
-  if (!pending_.empty() && pending_utterance_ != utterance) flush_pending();
-  pending_utterance_ = utterance;
-  pending_ += bytes;
-  if (pending_.size() < least) return;
-  send_media(utterance, std::move(pending_));
-  pending_.clear();
+  for (MediaChunker::Piece& p : chunker_.push(utterance, std::move(bytes))) send_media(p.utterance, std::move(p.bytes));
 }
 
 void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
@@ -243,27 +236,15 @@ void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
   c_->send(std::move(m));
 }
 
-void MediaStreamFront::flush_pending() {
-  if (pending_.empty()) return;
-  pending_.resize(std::max(pending_.size(), dialect_->min_media_bytes()), dialect_->silence());
-  send_media(pending_utterance_, std::move(pending_));
-  pending_.clear();
-}
-
 std::size_t MediaStreamFront::purge(std::uint32_t first, std::uint32_t last) {
   std::size_t dropped = 0;
-  if (!pending_.empty() && pending_utterance_ >= first && pending_utterance_ <= last) {
-    dropped = pending_.size();
-    pending_.clear();
-  }
-  std::size_t queued = 0;
-  c_->purge(first, last, &queued);
-  return dropped + queued;
+  c_->purge(first, last, &dropped);
+  return dropped + chunker_.drop(first, last);
 }
 
 void MediaStreamFront::stopped() {
   if (listen_only_ || !started_ || stopped_) return;
-  pending_.clear();  // what the clear drops at the provider is not sent at all
+  chunker_.clear();  // what the clear drops at the provider is not sent at all
   c_->send(dialect_->clear(stream_sid_));
   metrics_.clears.fetch_add(1, std::memory_order_relaxed);
   for (auto& [name, h] : held_) h.cleared = true;
@@ -281,7 +262,8 @@ MediaStreamFront::Held& MediaStreamFront::hold(std::uint32_t utterance, std::str
   h.sent = Clock::now();
   h.message = std::move(message);
   Held& held = held_.emplace(number, std::move(h)).first->second;
-  flush_pending();  // the mark follows all of the audio before it
+  // The mark follows all of the audio before it.
+  for (MediaChunker::Piece& p : chunker_.flush()) send_media(p.utterance, std::move(p.bytes));
   c_->send(dialect_->mark(stream_sid_, fmt::format("{}{}", kMarkPrefix, number)));
   return held;
 }
@@ -307,7 +289,7 @@ void MediaStreamFront::interrupted(std::uint32_t utterance, std::string message)
 }
 
 std::size_t MediaStreamFront::queued_bytes() const {
-  return pending_.size() + (c_ != nullptr ? c_->queued_bytes() : 0);
+  return chunker_.held_bytes() + (c_ != nullptr ? c_->queued_bytes() : 0);
 }
 
 bool MediaStreamFront::busy() const {

@@ -39,6 +39,7 @@
 #include "server/call_app_link.h"
 #include "server/call_front.h"
 #include "server/call_params.h"
+#include "server/media_chunker.h"
 #include "server/refusal.h"
 #include "server/server_context.h"
 #include "server/stream_messages.h"
@@ -131,8 +132,6 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   void fail(TelephonyError error, const std::string& why);
   Held& hold(std::uint32_t utterance, std::string message, bool speak_done);
   void to_app(std::string message);
-  // Writes audio held back for the dialect's least media size (padded with silence to it).
-  void flush_pending();
   void send_media(std::uint32_t utterance, std::string bytes);
 
   ServerContext& ctx_;
@@ -143,6 +142,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   const AppUrl app_url_;
   const bool listen_only_;
   const bool authorized_;
+  MediaChunker chunker_;  // the call's speech in the pieces the provider takes
   WsConnection* c_ = nullptr;
   CallControl* call_ = nullptr;
   std::shared_ptr<CallAppLink> link_;
@@ -155,8 +155,6 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   std::uint64_t ignored_media_ = 0;  // media of a track that is not the caller's
   std::uint64_t next_mark_ = 1;
   std::map<std::uint64_t, Held> held_;  // by the number in our mark's name, oldest first
-  std::uint32_t pending_utterance_ = 0;  // audio held back (min_media_bytes), of this utterance
-  std::string pending_;
   std::string end_reason_;  // call_end's reason; empty: from how the connection ended
   std::string end_detail_;
 };
