@@ -9,6 +9,7 @@ import re
 import struct
 import threading
 import time
+import urllib.error
 import urllib.request
 import warnings
 
@@ -129,7 +130,16 @@ def transcribe(server, pcm, token, rate=8000):
     """The server's own Whisper (POST /v1/transcribe) on 16-bit `pcm` at `rate`."""
     body = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(pcm), b"WAVE", b"fmt ", 16, 1, 1, rate, rate * 2, 2,
                        16, b"data", len(pcm)) + pcm
-    req = urllib.request.Request(server.url("/v1/transcribe"), data=body, method="POST",
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "audio/wav"})
-    doc = json.loads(urllib.request.urlopen(req, timeout=120).read())
-    return " ".join(s["text"] for s in doc["segments"])
+    # A 503 with Retry-After is the engine's admission control (a machine busy with other jobs can
+    # put it over its latency budget for a while): retried as the answer says, for a while.
+    deadline = time.monotonic() + 30
+    while True:
+        req = urllib.request.Request(server.url("/v1/transcribe"), data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "audio/wav"})
+        try:
+            doc = json.loads(urllib.request.urlopen(req, timeout=120).read())
+            return " ".join(s["text"] for s in doc["segments"])
+        except urllib.error.HTTPError as e:
+            if e.code != 503 or time.monotonic() > deadline:
+                raise
+            time.sleep(float(e.headers.get("Retry-After", "1")))

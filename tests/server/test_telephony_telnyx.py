@@ -239,6 +239,12 @@ async def test_a_pcmu_call_is_heard_answered_and_understood(c):
     # The reply, all of it (its last frame padded to Telnyx's 20 ms at most), in PCMU.
     sent_ms = len(tx.audio) / RATE * 1000
     assert done["duration_ms"] - 1.0 < sent_ms < done["duration_ms"] + 20.0, (len(tx.audio), done)
+    # The caller hangs up; then Whisper hears the reply (its request blocks this loop: not while the
+    # stream is open, or the server's idle timeout could end it first on a slow machine).
+    await tx.stop()
+    code = await tx.wait_closed()
+    end = await app.wait_for(tx.call_id, "call_end", timeout=5)
+    assert end["reason"] == "caller_hangup" and code == 1000, (end, code)
     pcm = tx.pcm()
     level = rms_dbfs(pcm)
     heard = transcribe(c.server, pcm, TOKEN)
@@ -246,10 +252,6 @@ async def test_a_pcmu_call_is_heard_answered_and_understood(c):
     print(f"    reply {done['duration_ms'] / 1000:.2f} s of PCMU at {level:.1f} dBFS in "
           f"{len(tx.events('media'))} media frames; Whisper heard: {heard!r} (WER {error * 100:.1f} %)", flush=True)
     assert level > -40 and error <= 0.10, (level, heard)
-    await tx.stop()
-    code = await tx.wait_closed()
-    end = await app.wait_for(tx.call_id, "call_end", timeout=5)
-    assert end["reason"] == "caller_hangup" and code == 1000, (end, code)
     await app.wait_for(tx.call_id, "_closed", timeout=5)
 
 
