@@ -185,6 +185,25 @@ def twilio_messages_seeds():
         yield f"twilio_{i}.json", m.encode()
 
 
+def telnyx_messages_seeds():
+    # As Telnyx's "Media Streaming over Websockets" guide and its AsyncAPI page show them.
+    sid = '"stream_id":"32de0dea-53cb-4b21-89a4-9e1819c043bc"'
+    messages = ['{"event":"connected","version":"1.0.0","x-telnyx-streaming-auth-token":"t"}',
+                '{"event":"start","sequence_number":"1","start":{"user_id":"3e6f995f-85f7-4705-9741-53b116d28237",'
+                '"call_control_id":"v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg",'
+                '"client_state":"aGF2ZSBhIG5pY2UgZGF5ID1d","custom_parameters":{"token":"t"},'
+                '"media_format":{"encoding":"PCMU","sample_rate":8000,"channels":1}},' + sid + '}',
+                '{"event":"media","sequence_number":"4","media":{"track":"inbound","chunk":"2","timestamp":"5",'
+                '"payload":"/38="},' + sid + '}',
+                '{"event":"dtmf",' + sid + ',"occurred_at":"2022-12-20T15:00:00Z","sequence_number":"5",'
+                '"dtmf":{"digit":"1"}}',
+                '{"event":"mark","sequence_number":"6",' + sid + ',"mark":{"name":"bv-3"}}',
+                '{"event":"error",' + sid + ',"payload":{"code":100002,"title":"Unknown Error","detail":"x"}}',
+                '{"event":"stop","sequence_number":"7","stop":{"user_id":"u","call_control_id":"c"},' + sid + '}']
+    for i, m in enumerate(messages):
+        yield f"telnyx_{i}.json", m.encode()
+
+
 def segmenter_seeds():
     # Probabilities (one byte per window) from the front; the parameters come from the end.
     speech, silence = bytes([230]) * 20, bytes([10]) * 12
@@ -212,6 +231,7 @@ TARGETS = {
     "control_message_fuzzer": control_message_seeds,
     "call_params_fuzzer": call_params_seeds,
     "twilio_messages_fuzzer": twilio_messages_seeds,
+    "telnyx_messages_fuzzer": telnyx_messages_seeds,
     "streaming_segmenter_fuzzer": segmenter_seeds,
     "turn_detector_fuzzer": turn_detector_seeds,
 }

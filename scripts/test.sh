@@ -49,8 +49,9 @@ case "$preset" in
     # here): they hold in the release suite.
     # OpenAI's routes (server_openai_api) translate onto the upload and POST /v1/tts paths, which
     # server_transcribe and server_tts_end_to_end run here, and their parsers are fuzzed with ASan;
-    # the calls' soak checks timing and RSS, and the calls' code runs here in server_call_end_to_end
-    # and server_telephony_twilio. Both pass in the release phase (CI time: docs/TESTING.md).
+    # the calls' soak checks timing and RSS, and the calls' code runs here in server_call_end_to_end,
+    # server_telephony_twilio and server_telephony_telnyx. Both pass in the release phase (CI time:
+    # docs/TESTING.md).
     # The streams' soak measures RSS and descriptors, which ASan's quarantine distorts, and the
     # calls' loadtest is concurrency (TSan's phase runs it); their code paths run here in
     # server_end_to_end and server_call_end_to_end.
@@ -75,10 +76,11 @@ case "$preset" in
     # The server's network side is one thread (io_threads 1): its threads meet the engine's in
     # the wake-ups, the job threads and the pools, which the streams', TTS, calls', uploads' and
     # loadtest's end-to-end tests cross here. The Twilio front is a protocol on the calls' code
-    # (one io thread), and the hardening, operations and soak tests are about inputs, limits and
-    # memory over time: ASan's phase and the release phase run them.
+    # (one io thread), and so is the Telnyx front (the same MediaStreamFront), and the hardening,
+    # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
+    # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_telephony_twilio|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_telephony_twilio|server_telephony_telnyx|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 

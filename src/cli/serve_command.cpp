@@ -98,6 +98,7 @@ Command add_serve_command(CLI::App& app) {
       "                                                          out, replies spoken back with barge-in (--tts-voice)\n"
       "  GET  /v1/telephony/twilio                               WebSocket: a Twilio Media Stream, a call driven by the\n"
       "                                                          --call-app application (docs/TELEPHONY.md)\n"
+      "  GET  /v1/telephony/telnyx?codec=PCMU&rate=8000          WebSocket: a Telnyx media stream (RTP mode), the same\n"
       "  GET  /healthz, GET /readyz, GET /metrics (Prometheus), GET / (demo page)\n"
       "Examples:\n"
       "  brisvox serve\n"
@@ -162,7 +163,7 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--token", c.token, "Require this bearer token on /v1/* (default: $BRISVOX_TOKEN; none if unset)");
   app.add_option("--call-app", c.call_app,
-                 "The application that drives telephony calls (/v1/telephony/twilio): a ws:// URL brisvox connects "
+                 "The application that drives telephony calls (/v1/telephony/twilio, /v1/telephony/telnyx): a ws:// URL brisvox connects "
                  "to for each call (docs/TELEPHONY.md)");
   app.add_option("--allow-origin", c.allowed_origins,
                  "A browser origin allowed besides this server's own pages (repeatable; '*' for any)");

@@ -15,10 +15,10 @@ namespace brisvox::server {
 
 // What call_start tells the application of the call.
 struct CallStartInfo {
-  std::string_view provider;    // "twilio"
-  std::string_view call_id;     // the provider's call id (Twilio: callSid)
-  std::string_view stream_id;   // the provider's media stream id (Twilio: streamSid)
-  std::string_view account_id;  // Twilio: accountSid; "" when the provider has none
+  std::string_view provider;    // "twilio", "telnyx"
+  std::string_view call_id;     // the provider's call id (Twilio: callSid, Telnyx: call_control_id)
+  std::string_view stream_id;   // the provider's media stream id (Twilio: streamSid, Telnyx: stream_id)
+  std::string_view account_id;  // Twilio: accountSid, Telnyx: user_id; "" when absent
   bool listen_only = false;     // the stream takes no audio back: speak is refused
   const std::vector<std::pair<std::string, std::string>>* parameters = nullptr;  // the provider's custom parameters
   std::uint64_t session_id = 0;  // brisvox's id of the call (its log lines)

@@ -27,6 +27,7 @@
 #include "server/stream_handler.h"
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
+#include "server/telnyx_front.h"
 #include "server/twilio_front.h"
 #include "server/vad_request.h"
 #include "server/ws_admission.h"
@@ -347,6 +348,11 @@ void HttpSession::handle(Request request) {
   }
   if ((route == Route::kTwilio || route == Route::kTwilioListen) && beast::websocket::is_upgrade(request)) {
     TwilioEndpoint endpoint(ctx_, route == Route::kTwilioListen);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if ((route == Route::kTelnyx || route == Route::kTelnyxListen) && beast::websocket::is_upgrade(request)) {
+    TelnyxEndpoint endpoint(ctx_, route == Route::kTelnyxListen);
     upgrade(std::move(request), endpoint);
     return;
   }

@@ -12,6 +12,9 @@
 //   GET  /v1/telephony/twilio         WebSocket: a Twilio Media Stream, <Connect><Stream>, driven by
 //                                     the --call-app application (twilio_front.h, docs/TELEPHONY.md)
 //   GET  /v1/telephony/twilio/listen  the same for <Start><Stream>: listen-only
+//   GET  /v1/telephony/telnyx         WebSocket: a Telnyx media stream (bidirectional, RTP mode),
+//                                     driven by the --call-app application (telnyx_front.h)
+//   GET  /v1/telephony/telnyx/listen  the same, listen-only
 //   POST /v1/audio/transcriptions  OpenAI's transcription (openai_transcription.h, docs/OPENAI.md)
 //   POST /v1/audio/translations    OpenAI's translation: refused, brisvox does not translate yet
 //   POST /v1/audio/speech          OpenAI's text to speech, answered as POST /v1/tts (openai_speech.h)
@@ -37,13 +40,13 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 enum class Route {
-  kHealth, kReady, kMetrics, kStream, kCall, kTwilio, kTwilioListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions,
+  kHealth, kReady, kMetrics, kStream, kCall, kTwilio, kTwilioListen, kTelnyx, kTelnyxListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions,
   kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
 };
 
 Route route_for(const Request& request);
 // The handler label of a route in the HTTP metrics: "healthz", "readyz", "metrics", "stream",
-// "call", "twilio", "vad", "transcribe", "tts", "openai_transcriptions", "openai_translations",
+// "call", "twilio", "telnyx", "vad", "transcribe", "tts", "openai_transcriptions", "openai_translations",
 // "openai_speech", "openai_models", "preflight", "static", "not_found", "method_not_allowed".
 std::string_view route_name(Route route);
 

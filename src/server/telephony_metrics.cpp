@@ -9,6 +9,7 @@ namespace brisvox::server {
 std::string_view to_string(TelephonyProvider provider) {
   switch (provider) {
     case TelephonyProvider::kTwilio: return "twilio";
+    case TelephonyProvider::kTelnyx: return "telnyx";
   }
   return "unknown";
 }

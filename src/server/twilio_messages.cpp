@@ -6,56 +6,12 @@
 
 #include "server/base64.h"
 #include "server/peer_json.h"
+#include "server/stream_json.h"
 
 namespace brisvox::server {
 namespace {
 
 using Json = nlohmann::json;
-
-// A JSON string, as nlohmann writes it (invalid UTF-8 replaced, so that a peer's bytes never make
-// the answer invalid JSON).
-std::string json_quoted(std::string_view s) {
-  return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-// `s` as valid UTF-8 without control characters (JSON's escapes of them), for a log line.
-std::string printable(const std::string& s) {
-  const std::string quoted = json_quoted(s);
-  return quoted.substr(1, quoted.size() - 2);
-}
-
-// Reads an optional string field `key` of `obj` into `out`, at most `max` bytes. Empty error: fine.
-std::string read_string(const Json& obj, const char* key, std::string& out, std::size_t max, bool required,
-                        std::string_view where) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) return required ? fmt::format("{} has no \"{}\"", where, key) : std::string();
-  if (!it->is_string()) return fmt::format("{}.{} must be a string", where, key);
-  const auto& s = it->get_ref<const std::string&>();
-  if (s.size() > max) return fmt::format("{}.{} is longer than {} bytes", where, key, max);
-  out = s;
-  return {};
-}
-
-// The object `key` of `j`, or an error.
-const Json* object_field(const Json& j, const char* key, std::string& error) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_object()) {
-    error = fmt::format("a {} message needs a \"{}\" object", key, key);
-    return nullptr;
-  }
-  return &*it;
-}
-
-// Twilio sends sequenceNumber, chunk and timestamp as strings of digits; a number is taken too.
-std::string check_counter(const Json& obj, const char* key, std::string_view where) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_number_unsigned()) return {};
-  if (it->is_string()) {
-    const auto& s = it->get_ref<const std::string&>();
-    if (!s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string::npos) return {};
-  }
-  return fmt::format("{}.{} must be a string of digits", where, key);
-}
 
 std::string read_start(const Json& j, TwilioStart& s) {
   std::string e;
@@ -74,32 +30,17 @@ std::string read_start(const Json& j, TwilioStart& s) {
       s.tracks.push_back(t.get<std::string>());
     }
   }
-  if (const auto params = start->find("customParameters"); params != start->end() && !params->is_null()) {
-    if (!params->is_object()) return "start.customParameters must be an object";
-    if (params->size() > kMaxTwilioParameters) {
-      return fmt::format("start.customParameters has more than {} entries", kMaxTwilioParameters);
-    }
-    for (const auto& [name, value] : params->items()) {
-      if (!value.is_string()) return fmt::format("start.customParameters.{} must be a string", json_quoted(name));
-      if (name.size() > kMaxTwilioParameterBytes || value.get_ref<const std::string&>().size() > kMaxTwilioParameterBytes) {
-        return fmt::format("a start.customParameters name or value is longer than {} bytes", kMaxTwilioParameterBytes);
-      }
-      s.custom_parameters.emplace_back(name, value.get<std::string>());
-    }
+  if (!(e = read_parameters(*start, "customParameters", kMaxTwilioParameters, kMaxTwilioParameterBytes,
+                            s.custom_parameters, "start")).empty()) {
+    return e;
   }
   const Json* format = object_field(*start, "mediaFormat", e);
   if (format == nullptr) return "start has no \"mediaFormat\" object";
   if (!(e = read_string(*format, "encoding", s.encoding, kMaxTwilioIdBytes, true, "start.mediaFormat")).empty()) {
     return e;
   }
-  for (const auto& [key, out] : {std::pair{"sampleRate", &s.sample_rate_hz}, std::pair{"channels", &s.channels}}) {
-    const auto it = format->find(key);
-    if (it == format->end() || !it->is_number_integer() || it->get<std::int64_t>() < 0 ||
-        it->get<std::int64_t>() > 1'000'000) {
-      return fmt::format("start.mediaFormat.{} must be a positive integer", key);
-    }
-    *out = static_cast<int>(it->get<std::int64_t>());
-  }
+  if (!(e = read_count(*format, "sampleRate", s.sample_rate_hz, "start.mediaFormat")).empty()) return e;
+  if (!(e = read_count(*format, "channels", s.channels, "start.mediaFormat")).empty()) return e;
   return {};
 }
 
@@ -107,6 +48,7 @@ std::string read_event(const Json& j, TwilioMessage& m) {
   std::string e;
   switch (m.event) {
     case TwilioEvent::kConnected:
+    case TwilioEvent::kError:  // not Twilio's: never read as one
     case TwilioEvent::kUnknown:
       return {};
     case TwilioEvent::kStart:
@@ -153,19 +95,6 @@ std::string read_event(const Json& j, TwilioMessage& m) {
 }
 
 }  // namespace
-
-std::string_view to_string(TwilioEvent event) {
-  switch (event) {
-    case TwilioEvent::kConnected: return "connected";
-    case TwilioEvent::kStart: return "start";
-    case TwilioEvent::kMedia: return "media";
-    case TwilioEvent::kDtmf: return "dtmf";
-    case TwilioEvent::kMark: return "mark";
-    case TwilioEvent::kStop: return "stop";
-    case TwilioEvent::kUnknown: return "unknown";
-  }
-  return "unknown";
-}
 
 TwilioMessage parse_twilio_message(std::string_view json_text) {
   TwilioMessage m;

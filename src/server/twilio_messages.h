@@ -6,7 +6,8 @@
 // without a streamSid, a mediaFormat other than audio/x-mulaw at 8000 Hz mono: check_media_format)
 // and bounded (ids, parameter counts and sizes, as every peer input; docs/RELIABILITY.md); fields
 // Twilio documents but brisvox does not use (sequenceNumber, chunk, timestamp) are read only for
-// their type. An event Twilio may add later is kUnknown, not an error. Pure functions; thread-safe.
+// their type. An event Twilio may add later is kUnknown, not an error (and so is an "error": Twilio
+// sends none). Pure functions; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/stream_messages.h"
+
 namespace brisvox::server {
 
 // Bounds of what a provider may send in one message.
@@ -24,30 +27,10 @@ inline constexpr std::size_t kMaxTwilioParameters = 64;      // start.customPara
 inline constexpr std::size_t kMaxTwilioParameterBytes = 1024;  // one parameter's name or value
 inline constexpr std::size_t kMaxTwilioMarkBytes = 256;      // a mark's name
 
-enum class TwilioEvent { kConnected, kStart, kMedia, kDtmf, kMark, kStop, kUnknown };
-std::string_view to_string(TwilioEvent event);
-
-struct TwilioStart {
-  std::string stream_sid, account_sid, call_sid;
-  std::vector<std::string> tracks;  // "inbound", "outbound"
-  std::vector<std::pair<std::string, std::string>> custom_parameters;  // in the order sent
-  std::string encoding;  // mediaFormat.encoding
-  int sample_rate_hz = 0;
-  int channels = 0;
-};
-
-struct TwilioMessage {
-  bool ok = false;
-  std::string error;  // !ok: what was wrong, for the log line that closes the call
-  TwilioEvent event = TwilioEvent::kUnknown;
-  std::string event_name;  // as sent (kUnknown: which)
-  std::string stream_sid;  // every event but connected ("" when absent)
-  TwilioStart start;       // kStart
-  std::string track;       // kMedia: media.track ("inbound", "outbound"); kDtmf: dtmf.track
-  std::string payload;     // kMedia: the decoded audio bytes (mu-law)
-  std::string digit;       // kDtmf
-  std::string mark_name;   // kMark
-};
+// Twilio's messages in the shape both providers share (stream_messages.h).
+using TwilioEvent = StreamEvent;
+using TwilioStart = StreamStart;
+using TwilioMessage = StreamMessage;
 
 // Never throws. A message over the connection's size limit never gets here (ws_connection.h).
 TwilioMessage parse_twilio_message(std::string_view json_text);

@@ -24,11 +24,9 @@ import asyncio
 import base64
 import http.client
 import json
-import math
 import os
 import re
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -47,12 +45,9 @@ with warnings.catch_warnings():
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from serve_process import Server, parse_metrics, run_tests, wait_line  # noqa: E402
+from telephony_common import REPLY, App, rms_dbfs, transcribe, wer  # noqa: E402
 
 TOKEN = "twilio-token"
-REPLY = ("Sure, I can help with that. Your appointment is confirmed for Monday afternoon, "
-         "and we will send you a reminder the day before.")
-LONG = " ".join(f"This is sentence number {n} of a long reply that goes on." for n in range(1, 13))
-GOODBYE = "Thank you for calling. Goodbye."
 RATE = 8000
 CHUNK = 160  # 20 ms of mu-law at 8 kHz, as Twilio sends it
 
@@ -77,81 +72,8 @@ def metrics(server):
     return parse_metrics(urllib.request.urlopen(server.url("/metrics"), timeout=10).read().decode())
 
 
-# --- the scripted application ------------------------------------------------------------------------
-
-class App:
-    """A WebSocket server in a thread of its own (brisvox connects to it for each call). `calls`
-    maps a call_id to the list of messages received on it (each with its arrival time "_t")."""
-
-    def __init__(self):
-        self.calls = {}
-        self.lock = threading.Lock()
-        self.port = None
-        self.loop = asyncio.new_event_loop()
-        started = threading.Event()
-
-        def run():
-            asyncio.set_event_loop(self.loop)
-
-            async def main():
-                server = await websockets.serve(self.handle, "127.0.0.1", 0)
-                self.port = server.sockets[0].getsockname()[1]
-                started.set()
-                await asyncio.Future()
-
-            self.loop.run_until_complete(main())
-
-        threading.Thread(target=run, daemon=True).start()
-        assert started.wait(10)
-
-    async def handle(self, ws, path="/"):
-        call = None
-        replies = 0
-        try:
-            async for raw in ws:
-                m = json.loads(raw)
-                m["_t"] = time.monotonic()
-                if m["type"] == "call_start":
-                    call = m["call_id"]
-                    script = m["parameters"].get("script", "reply")
-                with self.lock:
-                    self.calls.setdefault(call, []).append(m)
-                if m["type"] == "call_start":
-                    if script == "long":
-                        await ws.send(json.dumps({"type": "speak", "text": LONG, "id": "long"}))
-                    elif script == "hangup":
-                        await ws.send(json.dumps({"type": "speak", "text": GOODBYE, "id": "bye"}))
-                        await ws.send(json.dumps({"type": "hangup"}))
-                    elif script == "bad":
-                        await ws.send("{not json")
-                        await ws.send(json.dumps({"type": "close"}))
-                elif m["type"] == "turn_end" and script in ("reply", "listen"):
-                    replies += 1
-                    await ws.send(json.dumps({"type": "speak", "text": REPLY, "id": f"r{replies}"}))
-                    await ws.send(json.dumps({"type": "mark", "name": f"after-r{replies}"}))
-        except websockets.exceptions.ConnectionClosed:
-            pass
-        with self.lock:
-            self.calls.setdefault(call, []).append({"type": "_closed", "_t": time.monotonic()})
-
-    def messages(self, call):
-        with self.lock:
-            return list(self.calls.get(call, []))
-
-    def find(self, call, kind, **fields):
-        for m in self.messages(call):
-            if m["type"] == kind and all(m.get(k) == v for k, v in fields.items()):
-                return m
-        return None
-
-    async def wait_for(self, call, kind, timeout=30, **fields):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = self.find(call, kind, **fields)
-            if m is not None:
-                return m
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"the app got no {kind} {fields}: {[x['type'] for x in self.messages(call)]}")
+def pcm_of(mulaw):
+    return audioop.ulaw2lin(mulaw, 2)
 
 
 # --- the fake Twilio ---------------------------------------------------------------------------------
@@ -290,40 +212,6 @@ class FakeTwilio:
         return self.ws.close_code
 
 
-def pcm_of(mulaw):
-    return audioop.ulaw2lin(mulaw, 2)
-
-
-def rms_dbfs(pcm):
-    r = audioop.rms(pcm, 2)
-    return 20 * math.log10(max(r, 1) / 32768)
-
-
-def words(text):
-    return re.sub(r"[^a-z0-9' ]", " ", text.lower().replace("-", " ")).split()
-
-
-def wer(ref, hyp):
-    r, h = words(ref), words(hyp)
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-            prev, d[j] = d[j], cur
-    return d[len(h)] / max(1, len(r))
-
-
-def transcribe(server, pcm):
-    """The server's own Whisper (POST /v1/transcribe) on 16-bit 8 kHz `pcm`."""
-    body = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(pcm), b"WAVE", b"fmt ", 16, 1, 1, RATE, RATE * 2, 2,
-                       16, b"data", len(pcm)) + pcm
-    req = urllib.request.Request(server.url("/v1/transcribe"), data=body, method="POST",
-                                 headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "audio/wav"})
-    doc = json.loads(urllib.request.urlopen(req, timeout=120).read())
-    return " ".join(s["text"] for s in doc["segments"])
-
-
 # --- the tests ---------------------------------------------------------------------------------------
 
 async def test_a_call_is_heard_answered_and_understood(c):
@@ -364,7 +252,7 @@ async def test_a_call_is_heard_answered_and_understood(c):
     end = await app.wait_for(tw.call_sid, "call_end", timeout=5)
     assert end["reason"] == "caller_hangup" and code == 1000, (end, code)
     await app.wait_for(tw.call_sid, "_closed", timeout=5)
-    heard = transcribe(c.server, pcm)
+    heard = transcribe(c.server, pcm, TOKEN)
     error = wer(REPLY, heard)
     print(f"    turn_end at the app -> first reply audio at Twilio {1000 * (first_media - turn['_t']):.0f} ms "
           f"(the app's round trip and the first sentence's synthesis)", flush=True)

@@ -1,0 +1,347 @@
+#include "server/media_stream_front.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "brisvox/error.h"
+#include "server/access_policy.h"
+#include "server/call_app_messages.h"
+#include "server/call_handler.h"
+#include "server/messages.h"
+#include "server/query_params.h"
+
+namespace brisvox::server {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Our marks' names: the prefix and a number; 0 for any other name.
+constexpr std::string_view kMarkPrefix = "bv-";
+std::uint64_t mark_number(std::string_view name) {
+  if (name.substr(0, kMarkPrefix.size()) != kMarkPrefix) return 0;
+  name.remove_prefix(kMarkPrefix.size());
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
+  return ec == std::errc() && end == name.data() + name.size() ? n : 0;
+}
+
+}  // namespace
+
+MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io_executor& strand,
+                                   std::unique_ptr<const StreamDialect> dialect, AppUrl app, bool listen_only,
+                                   bool authorized, std::string upgrade_token)
+    : ctx_(ctx),
+      strand_(strand),
+      dialect_(std::move(dialect)),
+      kind_(fmt::format("{} call", to_string(dialect_->provider()))),
+      metrics_(ctx.telephony_metrics[dialect_->provider()]),
+      app_url_(std::move(app)),
+      listen_only_(listen_only),
+      authorized_(authorized),
+      chunker_(dialect_->min_media_bytes(), dialect_->silence()),
+      carried_token_(std::move(upgrade_token)) {}
+
+MediaStreamFront::~MediaStreamFront() {
+  if (link_) link_->finish({});
+}
+
+void MediaStreamFront::adjust(WsSettings& s) const {
+  s.text = {kMaxMessageBytes,
+            fmt::format("a message is larger than {} bytes: not {}'s", kMaxMessageBytes, dialect_->name())};
+  s.error_messages = false;  // the providers take only media, mark and clear
+  // The providers ping nothing and send media every 20 ms; a stream with nothing for idle_timeout_s
+  // is gone.
+}
+
+void MediaStreamFront::on_open(WsConnection& c, CallControl& call, const CallReady& /*ready*/) {
+  c_ = &c;
+  call_ = &call;
+  // The provider speaks first (connected, start); nothing is sent before.
+}
+
+// --- the provider's messages --------------------------------------------------------------------
+
+void MediaStreamFront::on_text(std::string message, CallControl& call) {
+  if (stopped_) return;
+  StreamMessage m = dialect_->parse(message);
+  if (!m.ok) return fail(TelephonyError::kBadMessage, m.error);
+  if (started_ && !m.stream_sid.empty() && m.stream_sid != stream_sid_ && m.event != StreamEvent::kStart) {
+    return fail(TelephonyError::kBadMessage, fmt::format("a {} message names another stream", m.event_name));
+  }
+  switch (m.event) {
+    case StreamEvent::kConnected:
+      if (connected_ || started_) return fail(TelephonyError::kOutOfOrder, "connected after the stream began");
+      connected_ = true;
+      if (!m.auth_token.empty()) carried_token_ = std::move(m.auth_token);
+      return;
+    case StreamEvent::kStart:
+      if (started_) return fail(TelephonyError::kOutOfOrder, "a second start");
+      return start(m);
+    case StreamEvent::kMedia:
+      if (!started_) return fail(TelephonyError::kOutOfOrder, "media before start");
+      // Only the inbound track is the caller; a stream of both tracks adds the outbound.
+      if (!dialect_->caller_track(m.track)) {
+        ++ignored_media_;
+        return;
+      }
+      call.audio(std::as_bytes(std::span(m.payload.data(), m.payload.size())));
+      return;
+    case StreamEvent::kDtmf:
+      if (!started_) return fail(TelephonyError::kOutOfOrder, "dtmf before start");
+      metrics_.dtmf.fetch_add(1, std::memory_order_relaxed);
+      to_app(dtmf_message(m.digit));
+      return;
+    case StreamEvent::kMark: {
+      if (!started_) return fail(TelephonyError::kOutOfOrder, "mark before start");
+      const auto it = held_.find(mark_number(m.mark_name));
+      if (it == held_.end()) return;  // not one of ours, or its reply already ended otherwise
+      Held h = std::move(it->second);
+      held_.erase(it);
+      if (h.speak_done && h.cleared) {
+        // Dropped by a clear, not played: the reply was not heard to its end.
+        to_app(interrupted_message(h.id_json, h.duration_ms, "barge_in", std::nullopt));
+      } else {
+        to_app(std::move(h.message));
+      }
+      return;
+    }
+    case StreamEvent::kStop:
+      stopped_ = true;
+      if (end_reason_.empty()) end_reason_ = "caller_hangup";  // not after the application's hangup
+      held_.clear();  // the provider echoes nothing more
+      chunker_.clear();
+      c_->log("{} {}: stop (the caller hung up or the stream was stopped)", kind_, c_->id());
+      call.end(kCloseNormal, "", /*drop_speech=*/true);
+      return;
+    case StreamEvent::kError:
+      // The provider's own trouble (a frame of ours it refused, ...): the log's. It ends the stream
+      // itself, with stop, where it has to.
+      c_->log("{} {}: {} reports an error: {}", kind_, c_->id(), dialect_->name(), m.report);
+      return;
+    case StreamEvent::kUnknown:
+      return;  // an event the provider added later: not the call's
+  }
+}
+
+void MediaStreamFront::on_binary(std::span<const std::byte> /*chunk*/, CallControl& /*call*/) {
+  fail(TelephonyError::kBadMessage, fmt::format("a binary message ({} sends JSON text)", dialect_->name()));
+}
+
+void MediaStreamFront::start(const StreamMessage& m) {
+  if (const std::string why = dialect_->check_format(m.start); !why.empty()) {
+    return fail(TelephonyError::kBadMediaFormat, why);
+  }
+  std::vector<std::pair<std::string, std::string>> parameters;
+  std::string_view token = carried_token_;
+  for (const auto& [name, value] : m.start.custom_parameters) {
+    if (name == "token") {
+      token = value;
+    } else {
+      parameters.emplace_back(name, value);
+    }
+  }
+  if (!authorized_ && !token_equals(ctx_.config.token, token)) {
+    return fail(TelephonyError::kUnauthorized, token.empty() ? dialect_->no_token() : dialect_->wrong_token());
+  }
+  started_ = true;
+  stream_sid_ = m.start.stream_sid;
+  call_sid_ = m.start.call_sid;
+  metrics_.calls_total.fetch_add(1, std::memory_order_relaxed);
+  metrics_.calls_active.fetch_add(1, std::memory_order_relaxed);
+  c_->log("{} {} start: {} {}, {} {}, tracks {}, {}; application {}", kind_, c_->id(), dialect_->call_id_name(),
+          call_sid_.empty() ? "-" : call_sid_, dialect_->stream_id_name(), stream_sid_,
+          m.start.tracks.empty() ? "-" : fmt::format("{}", fmt::join(m.start.tracks, ",")),
+          listen_only_ ? "listen-only" : "bidirectional", app_url_.text);
+  link_ = std::make_shared<CallAppLink>(strand_, app_url_, static_cast<CallAppLink::Listener*>(this));
+  link_->send(call_start_message(CallStartInfo{to_string(dialect_->provider()), call_sid_, stream_sid_,
+                                               m.start.account_sid, listen_only_, &parameters, c_->id()}));
+  link_->start();
+}
+
+void MediaStreamFront::fail(TelephonyError error, const std::string& why) {
+  if (!c_->is_open()) return;
+  metrics_.count(error);
+  if (end_reason_.empty()) {
+    end_reason_ = error == TelephonyError::kAppUnavailable ? "app_gone" : "error";
+    end_detail_ = why;
+  }
+  // The log line and the close say it (a provider reads no error message; settings().error_messages).
+  c_->fail(to_string(error), error == TelephonyError::kAppUnavailable ? kCloseInternal : kClosePolicy, why);
+}
+
+// --- the application -----------------------------------------------------------------------------
+
+void MediaStreamFront::to_app(std::string message) {
+  if (link_) link_->send(std::move(message));  // a full queue fails the link: on_app_gone ends the call
+}
+
+void MediaStreamFront::on_app_message(std::string text) {
+  if (!c_->is_open()) return;
+  const AppMessage m = parse_app_message(text);
+  if (!m.ok) {
+    metrics_.count(TelephonyError::kAppBadMessage);
+    ctx_.metrics.count_error("bad_message");
+    to_app(error_message("bad_message", m.error));
+    return;
+  }
+  switch (m.type) {
+    case AppMessageType::kSpeak:
+      if (listen_only_) {
+        to_app(speak_error_message("listen_only", dialect_->listen_only(), m.call.id));
+        return;
+      }
+      call_->speak(m.call);
+      return;
+    case AppMessageType::kCancel:
+      call_->cancel();
+      return;
+    case AppMessageType::kMark:
+      call_->mark(m.call.name);
+      return;
+    case AppMessageType::kHangup:
+      if (end_reason_.empty()) end_reason_ = "app_hangup";
+      c_->log("{} {}: the application hung up", kind_, c_->id());
+      // What is being spoken is finished (a goodbye), then the stream closes.
+      call_->end(kCloseNormal, "", /*drop_speech=*/false);
+      return;
+  }
+}
+
+void MediaStreamFront::on_app_gone(std::string why) {
+  link_.reset();
+  fail(TelephonyError::kAppUnavailable, fmt::format("the application at {} {}", app_url_.text, why));
+}
+
+// --- the call's output ---------------------------------------------------------------------------
+
+void MediaStreamFront::event(std::string message, SendQueue::Kind kind) {
+  // A vad probability per frame is the droppable kind; the application asked for none of those.
+  if (kind == SendQueue::Kind::kDroppable) return;
+  to_app(std::move(message));
+}
+
+void MediaStreamFront::audio(std::uint32_t utterance, std::string bytes) {
+  if (listen_only_ || !started_) return;  // never sent on a listen-only stream (speak is refused there)
+  for (MediaChunker::Piece& p : chunker_.push(utterance, std::move(bytes))) send_media(p.utterance, std::move(p.bytes));
+}
+
+void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
+  const std::size_t n = bytes.size();
+  SendQueue::Message m{dialect_->media(stream_sid_, bytes), false, utterance};
+  m.content_bytes = n;
+  c_->send(std::move(m));
+}
+
+std::size_t MediaStreamFront::purge(std::uint32_t first, std::uint32_t last) {
+  std::size_t dropped = 0;
+  c_->purge(first, last, &dropped);
+  return dropped + chunker_.drop(first, last);
+}
+
+void MediaStreamFront::stopped() {
+  if (listen_only_ || !started_ || stopped_) return;
+  chunker_.clear();  // what the clear drops at the provider is not sent at all
+  c_->send(dialect_->clear(stream_sid_));
+  metrics_.clears.fetch_add(1, std::memory_order_relaxed);
+  for (auto& [name, h] : held_) h.cleared = true;
+}
+
+MediaStreamFront::Held& MediaStreamFront::hold(std::uint32_t utterance, std::string message, bool speak_done) {
+  if (held_.size() >= kMaxHeld) {
+    to_app(std::move(held_.begin()->second.message));
+    held_.erase(held_.begin());
+  }
+  const std::uint64_t number = next_mark_++;
+  Held h;
+  h.utterance = utterance;
+  h.speak_done = speak_done;
+  h.sent = Clock::now();
+  h.message = std::move(message);
+  Held& held = held_.emplace(number, std::move(h)).first->second;
+  // The mark follows all of the audio before it.
+  for (MediaChunker::Piece& p : chunker_.flush()) send_media(p.utterance, std::move(p.bytes));
+  c_->send(dialect_->mark(stream_sid_, fmt::format("{}{}", kMarkPrefix, number)));
+  return held;
+}
+
+void MediaStreamFront::speak_done(std::uint32_t utterance, std::string_view id_json, double duration_ms) {
+  std::string message = speak_done_message(id_json, duration_ms);
+  if (listen_only_ || !started_ || stopped_) return to_app(std::move(message));
+  // Its fields are kept for the "interrupted" that replaces it if a clear drops its audio.
+  Held& h = hold(utterance, std::move(message), true);
+  h.id_json = id_json;
+  h.duration_ms = duration_ms;
+}
+
+void MediaStreamFront::mark_reached(std::uint32_t utterance, std::string message) {
+  if (listen_only_ || !started_ || stopped_) return to_app(std::move(message));
+  hold(utterance, std::move(message), false);
+}
+
+void MediaStreamFront::interrupted(std::uint32_t utterance, std::string message) {
+  // A reply all sent and still playing when the caller barged in: its speak_done is not owed.
+  std::erase_if(held_, [&](const auto& p) { return p.second.speak_done && p.second.utterance == utterance; });
+  to_app(std::move(message));
+}
+
+std::size_t MediaStreamFront::queued_bytes() const {
+  return chunker_.held_bytes() + (c_ != nullptr ? c_->queued_bytes() : 0);
+}
+
+bool MediaStreamFront::busy() const {
+  // A close waits for the provider to play what it has (its marks' echoes), not forever.
+  const auto now = Clock::now();
+  return std::any_of(held_.begin(), held_.end(), [&](const auto& p) { return now - p.second.sent < kMarkEchoWait; });
+}
+
+void MediaStreamFront::on_closed(std::string_view why, bool /*opened*/) {
+  if (started_) metrics_.calls_active.fetch_sub(1, std::memory_order_relaxed);
+  if (!link_) return;
+  std::string reason = end_reason_;
+  if (reason.empty()) {
+    const bool going_away = why.empty() && c_->close_code() == kCloseGoingAway;
+    reason = going_away ? "shutdown" : "provider_gone";
+    if (!going_away) end_detail_ = why.empty() ? fmt::format("closed with code {}", c_->close_code()) : std::string(why);
+  }
+  link_->finish(call_end_message(reason, end_detail_));
+  link_.reset();
+  c_->log("{} {} ended for the application: {}{}", kind_, c_->id(), reason,
+          ignored_media_ > 0 ? fmt::format(" ({} media messages of another track ignored)", ignored_media_) : "");
+}
+
+// --- admission -----------------------------------------------------------------------------------
+
+std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::string& audio_query, AppUrl& app,
+                                              CallRequest& request) {
+  if (ctx.config.call_app.empty()) {
+    return Refusal{503, "no_call_app",
+                   "this server takes telephony calls only with an application to drive them: start it with "
+                   "--call-app ws://HOST:PORT/PATH (docs/TELEPHONY.md)"};
+  }
+  try {
+    app = parse_app_url(ctx.config.call_app);
+  } catch (const Error& e) {
+    return Refusal{503, "no_call_app", e.what()};
+  }
+  // The pipeline is what the server has models for.
+  std::string query = audio_query;
+  bool turn = false, stt = false;
+  for (const ModelSpec& model : ctx.engine.config().models) {
+    turn = turn || model.family == ModelFamily::kSmartTurn;
+    stt = stt || model.family == ModelFamily::kWhisper;
+  }
+  if (turn || stt) query += std::string("&events=") + (turn ? "turn" : "") + (turn && stt ? "," : "") + (stt ? "transcript" : "");
+  try {
+    request = parse_call_request(query);
+    check_stream_models(ctx.engine.config(), request.audio.stream);
+  } catch (const Error& e) {
+    return Refusal{500, "internal", e.what()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace brisvox::server
