@@ -76,8 +76,8 @@ void CallHandler::on_open() {
   ctx_.metrics.websocket_sessions_total.fetch_add(1);
   ctx_.call_metrics.sessions_active.fetch_add(1);
   ctx_.call_metrics.sessions_total.fetch_add(1);
-  c.log("{} {} open: {}, {} Hz {}, voice {}, barge-in {}", front_->kind(), c.id(), c.peer(), request_.audio.stream.sample_rate_hz,
-        to_string(request_.audio.encoding), voice_name_,
+  c.log("{} {} open: {}, {} Hz {}, model {} Hz, voice {}, barge-in {}", front_->kind(), c.id(), c.peer(),
+        request_.audio.stream.sample_rate_hz, to_string(request_.audio.encoding), call_.model_rate_hz(), voice_name_,
         !request_.barge_in.enabled      ? std::string("off")
         : request_.barge_in.on_turn_end ? std::string("on turn end")
                                         : fmt::format("after {} ms of speech", request_.barge_in.min_speech_ms));

@@ -327,8 +327,9 @@ std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::str
   } catch (const Error& e) {
     return Refusal{503, "no_call_app", e.what()};
   }
-  // The pipeline is what the server has models for.
+  // The pipeline is what the server has models for, the VAD at the server's rate for calls.
   std::string query = audio_query;
+  if (ctx.config.phone_model_rate_hz != 0) query += fmt::format("&model_rate={}", ctx.config.phone_model_rate_hz);
   bool turn = false, stt = false;
   for (const ModelSpec& model : ctx.engine.config().models) {
     turn = turn || model.family == ModelFamily::kSmartTurn;

@@ -91,6 +91,10 @@ struct ServerConfig {
   // The application that drives telephony calls (/v1/telephony/*): a ws:// URL brisvox connects to
   // for each call (docs/TELEPHONY.md). Empty: telephony calls are refused.
   std::string call_app;
+  // The rate Silero runs at for telephony calls: 0, the engine's default (the 16 kHz model, phone
+  // audio upsampled: the more accurate, docs/TELEPHONY.md), or 8000 (the 8 kHz model: ~1.7x the
+  // callers per core). /v1/stream and /v1/call take it per connection (model_rate).
+  int phone_model_rate_hz = 0;
   // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;

@@ -393,6 +393,26 @@ async def test_an_unreachable_app_ends_the_call_and_says_why(c):
         lone.kill()
 
 
+async def test_the_vad_rate_of_phone_calls_is_the_servers_choice(c):
+    # The default: 8 kHz phone audio reaches the 16 kHz VAD model (docs/TELEPHONY.md); an earlier
+    # test's call logged it. --phone-model-rate 8000 runs the 8 kHz model instead.
+    wait_line(c.server, r"twilio call \d+ open: .*, 8000 Hz mulaw, model 16000 Hz,", timeout=5)
+    native = Server(c.args.brisvox, "--workers", "1", "--tts-voice", c.args.voice, "--tts-workers", "1",
+                    "--token", TOKEN, "--call-app", f"ws://127.0.0.1:{c.app.port}/calls", "--phone-model-rate", "8000")
+    try:
+        saved, c.server = c.server, native
+        tw = await FakeTwilio(c, "reply").open()
+        wait_line(native, r"twilio call \d+ open: .*, 8000 Hz mulaw, model 8000 Hz,", timeout=10)
+        await tw.stop()
+        assert await tw.wait_closed(timeout=10) == 1000
+    finally:
+        c.server = saved
+        native.kill()
+    bad = subprocess.run([c.args.brisvox, "serve", "--phone-model-rate", "22050"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode == 2 and "phone-model-rate" in bad.stderr, bad.stderr
+
+
 async def test_without_call_app_twilio_is_refused(c):
     bare = Server(c.args.brisvox, "--workers", "1")
     try:
@@ -472,7 +492,7 @@ TESTS = [test_a_call_is_heard_answered_and_understood, test_talking_over_the_rep
          test_the_app_hangs_up_after_its_goodbye, test_the_provider_vanishing_mid_reply_ends_the_call,
          test_listen_only_streams_never_send_audio, test_malformed_messages_close_only_that_call,
          test_a_bad_app_message_is_answered_and_the_call_goes_on, test_an_unreachable_app_ends_the_call_and_says_why,
-         test_without_call_app_twilio_is_refused, test_the_docs_example_app_answers_a_call,
+         test_the_vad_rate_of_phone_calls_is_the_servers_choice, test_without_call_app_twilio_is_refused, test_the_docs_example_app_answers_a_call,
          test_nothing_is_left_open]
 
 
