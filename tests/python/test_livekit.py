@@ -204,10 +204,13 @@ def test_stt_takes_a_48k_stereo_track(stt, utterances):
 def test_stt_behind_livekits_stream_adapter(stt, sample):
     # What AgentSession does with a non-streaming STT: its VAD cuts the track into utterances.
     adapter = agents_stt.StreamAdapter(stt=stt, vad=brisvox.livekit.VAD.load())
+    # A second of silence after the recording, as a live track goes on: the VAD ends the last
+    # utterance after its min_silence_duration (at the end of input it drops speech still open).
+    track = np.concatenate([sample, np.zeros(16000, np.int16)])
 
     async def run():
         stream = adapter.stream()
-        for n, frame in enumerate(frames_of(sample, 16000)):
+        for n, frame in enumerate(frames_of(track, 16000)):
             stream.push_frame(frame)
             if n % 50 == 0:
                 await asyncio.sleep(0)
@@ -218,9 +221,12 @@ def test_stt_behind_livekits_stream_adapter(stt, sample):
 
     events = asyncio.run(run())
     finals = [e.alternatives[0].text for e in events if e.type == agents_stt.SpeechEventType.FINAL_TRANSCRIPT]
-    reference = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))["text"]
-    print(f"\n    adapter:    {' | '.join(finals)}\n    transcribe: {reference}")
-    assert len(finals) >= 3 and wer(reference, " ".join(finals)) <= 0.15, (finals, reference)
+    reference = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))
+    print(f"\n    adapter:    {' | '.join(finals)}\n    transcribe: {reference['text']}")
+    # The same five utterances (LiveKit's VAD pads them differently: Whisper may hear a word
+    # differently, hence the WER bound).
+    assert len(finals) == len(reference["segments"]) >= 3, (finals, reference["segments"])
+    assert wer(reference["text"], " ".join(finals)) <= 0.15, (finals, reference["text"])
 
 
 def test_stt_options_and_their_errors(stt):
