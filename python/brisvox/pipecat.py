@@ -46,7 +46,7 @@ except ImportError as _missing:  # brisvox itself does not need Pipecat: say whi
         f"({_missing}): pip install 'brisvox[pipecat]'", name=_missing.name) from _missing
 
 import brisvox
-from brisvox import _aio
+from brisvox import _aio, _speech_services
 from brisvox._window import window_probability
 
 # How long voice_confidence waits for the engine's verdict on one 32 ms window before it gives up
@@ -203,24 +203,11 @@ class BrisvoxSmartTurnAnalyzer(BaseSmartTurn):
 
 # --- speech-to-text and text-to-speech services ---------------------------------------------------
 
-# While a stream's buffer is full, how long the service's task sleeps before it pushes again (the
-# engine's VAD worker takes 128 ms of audio in well under a millisecond).
-_PUSH_RETRY_S = 0.002
-# The rates the engine resamples a voice's speech to itself (libsoxr); other transport rates get
-# the voice's own rate, resampled by Pipecat.
-_SPEECH_RATES = (8000, 16000, 24000, 48000)
-
-
 def _language(code: str) -> "Language | str":
     try:
         return Language(code)
     except ValueError:
         return code
-
-
-def _pcm16(samples: np.ndarray) -> bytes:
-    """float32 in [-1, 1] as 16-bit little-endian PCM (rounded as `brisvox say` writes it)."""
-    return np.clip(np.round(samples * 32767.0), -32768, 32767).astype("<i2").tobytes()
 
 
 class BrisvoxSTTService(SegmentedSTTService):
@@ -264,29 +251,14 @@ class BrisvoxSTTService(SegmentedSTTService):
         """Transcribes one segment (16-bit mono PCM at the pipeline's rate) on the engine."""
         samples = np.frombuffer(audio, dtype="<i2")
         await self.start_processing_metrics()
-        texts = []
         try:
-            # min_silence_ms: the segment is already one utterance; a pause inside it does not
-            # make the engine's VAD cut it in two.
-            with self._engine.open_stream(sample_rate=self.sample_rate, transcripts=True, min_silence_ms=2000,
-                                          **self._options) as stream:
-                taken = 0
-                while taken < len(samples):
-                    room = stream.writable()
-                    if room > 0:
-                        taken += stream.push(samples[taken:taken + room])
-                    else:
-                        await asyncio.sleep(_PUSH_RETRY_S)
-                stream.finish()
-                async for event in stream:
-                    if event.type == brisvox.EventType.TRANSCRIPT and event.text and not event.no_speech:
-                        texts.append(event.text.strip())
-                    elif event.type == brisvox.EventType.ERROR:
-                        raise brisvox.InferenceError(f"the engine's stream failed: {event.message}")
+            transcripts = await _speech_services.transcribe_segment(self._engine, samples, self.sample_rate,
+                                                                    **self._options)
         except brisvox.Error as e:
             await self.stop_processing_metrics()
             yield ErrorFrame(error=f"{self}: transcription failed: {e}")
             return
+        texts = [t.text.strip() for t in transcripts]
         await self.stop_processing_metrics()
         text = " ".join(t for t in texts if t)
         if text:
@@ -322,18 +294,16 @@ class BrisvoxTTSService(TTSService):
     @traced_tts
     async def run_tts(self, text: str, context_id: str):
         """Speaks `text`: its audio frames as the engine makes them, sentence by sentence."""
-        rate = self.sample_rate if self.sample_rate in _SPEECH_RATES else 0
+        # A transport rate the engine does not make gets the voice's own, resampled by Pipecat.
+        rate = self.sample_rate if self.sample_rate in _speech_services.SPEECH_RATES else 0
         await self.start_tts_usage_metrics(text)
         try:
             with self._engine.open_speech(sample_rate=rate, voice_options=self._voice_options) as speech:
                 speech.speak(text)
 
                 async def pcm():
-                    async for event in speech:
-                        if event.type == brisvox.EventType.TTS_AUDIO:
-                            yield _pcm16(event.audio)
-                        elif event.type == brisvox.EventType.ERROR:
-                            raise brisvox.InferenceError(f"the voice failed: {event.message}")
+                    async for samples in _speech_services.speech_audio(speech):
+                        yield _speech_services.pcm16(samples)
 
                 async for frame in self._stream_audio_frames_from_iterator(
                         pcm(), in_sample_rate=speech.sample_rate, context_id=context_id):

@@ -1,17 +1,26 @@
 """brisvox.livekit in livekit-agents 1.8.9: the VAD's streams fed rtc.AudioFrames as a LiveKit
-agent's audio track delivers them, against livekit-plugins-silero's VAD on the same audio."""
+agent's audio track delivers them, against livekit-plugins-silero's VAD on the same audio; the STT
+on utterances of the recording against brisvox.transcribe of the same audio, and behind LiveKit's
+own stt.StreamAdapter; the TTS's audio against brisvox.say of the same text, whole or pushed as
+an LLM writes it, and its interruption."""
 
 import asyncio
+import re
+import time
+import wave
 
 import numpy as np
 import pytest
 import soxr
 from livekit import rtc
+from livekit.agents import APIConnectOptions, APIError, tokenize
+from livekit.agents import stt as agents_stt
 from livekit.agents.vad import VADEventType
 from livekit.plugins import silero
 
 import brisvox
 import brisvox.livekit
+from conftest import PIPER_VOICE, SAMPLE_WAV, WHISPER_TINY
 
 FRAME_MS = 10  # what a LiveKit audio track delivers per frame
 
@@ -122,3 +131,298 @@ def test_every_vad_and_stream_shares_one_engine(sample):
     theirs = asyncio.run(run_track(silero.VAD.load(), sample[: 5 * 16000], 16000))
     compare(ours_a, theirs)
     assert len(transitions(ours_b)) >= 1
+
+
+# --- STT ------------------------------------------------------------------------------------------
+
+
+def frames_of(audio: np.ndarray, rate: int, channels: int = 1) -> list[rtc.AudioFrame]:
+    """int16 audio (interleaved when channels > 1) as the FRAME_MS frames of a LiveKit track."""
+    step = rate * FRAME_MS // 1000
+    return [rtc.AudioFrame(data=audio[i * channels:(i + step) * channels].tobytes(), sample_rate=rate,
+                           num_channels=channels, samples_per_channel=step)
+            for i in range(0, len(audio) // channels - step + 1, step)]
+
+
+def write_wav(path, audio: np.ndarray, rate: int):
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(rate), w.writeframes(audio.tobytes())
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    r, h = words(reference), words(hypothesis)
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+    return d[len(h)] / max(1, len(r))
+
+
+@pytest.fixture(scope="module")
+def stt():
+    return brisvox.livekit.STT(model=str(WHISPER_TINY))
+
+
+@pytest.fixture(scope="module")
+def utterances(sample, tmp_path_factory):
+    """Two utterances of the recording (the first two segments of brisvox.transcribe, 0.3 s of
+    context either side), each with brisvox.transcribe's text of that very audio as a file,
+    segmented as the STT segments (one utterance: min_silence_ms=2000)."""
+    segments = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))["segments"]
+    found = []
+    for n, seg in enumerate(segments[:2]):
+        audio = sample[int((seg["start"] - 0.3) * 16000):int((seg["end"] + 0.3) * 16000)]
+        path = tmp_path_factory.mktemp("utterances") / f"{n}.wav"
+        write_wav(path, audio, 16000)
+        found.append((audio, brisvox.transcribe(path, stt_model=str(WHISPER_TINY), min_silence_ms=2000)["text"]))
+    return found
+
+
+def test_stt_transcribes_an_utterance_as_transcribe_does(stt, utterances):
+    for audio, reference in utterances:
+        event = asyncio.run(stt.recognize(frames_of(audio, 16000)))
+        assert event.type == agents_stt.SpeechEventType.FINAL_TRANSCRIPT and len(event.alternatives) == 1
+        said = event.alternatives[0]
+        assert said.text == reference.strip() and len(words(reference)) >= 5, (said.text, reference)
+        assert said.language == "en" and 0 <= said.start_time < said.end_time <= len(audio) / 16000 + 1e-3
+        assert 0 < said.confidence <= 1
+
+
+def test_stt_takes_a_48k_stereo_track(stt, utterances):
+    # What a WebRTC track carries: the engine resamples it; both channels the same.
+    audio, reference = utterances[1]
+    stereo = np.repeat(soxr.resample(audio, 16000, 48000, quality="HQ").astype(np.int16), 2)
+    said = asyncio.run(stt.recognize(frames_of(stereo, 48000, channels=2))).alternatives[0]
+    assert wer(reference, said.text) <= 0.1, (said.text, reference)
+
+
+def test_stt_behind_livekits_stream_adapter(stt, sample):
+    # What AgentSession does with a non-streaming STT: its VAD cuts the track into utterances.
+    adapter = agents_stt.StreamAdapter(stt=stt, vad=brisvox.livekit.VAD.load())
+    # A second of silence after the recording, as a live track goes on: the VAD ends the last
+    # utterance after its min_silence_duration (at the end of input it drops speech still open).
+    track = np.concatenate([sample, np.zeros(16000, np.int16)])
+
+    async def run():
+        stream = adapter.stream()
+        for n, frame in enumerate(frames_of(track, 16000)):
+            stream.push_frame(frame)
+            if n % 50 == 0:
+                await asyncio.sleep(0)
+        stream.end_input()
+        events = [ev async for ev in stream]
+        await stream.aclose()
+        return events
+
+    events = asyncio.run(run())
+    finals = [e.alternatives[0].text for e in events if e.type == agents_stt.SpeechEventType.FINAL_TRANSCRIPT]
+    reference = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))
+    print(f"\n    adapter:    {' | '.join(finals)}\n    transcribe: {reference['text']}")
+    # The same five utterances (LiveKit's VAD pads them differently: Whisper may hear a word
+    # differently, hence the WER bound).
+    assert len(finals) == len(reference["segments"]) >= 3, (finals, reference["segments"])
+    assert wer(reference["text"], " ".join(finals)) <= 0.15, (finals, reference["text"])
+
+
+def test_stt_options_and_their_errors(stt):
+    assert stt.capabilities.streaming is False and stt.capabilities.interim_results is False
+    assert stt.provider == "brisvox" and stt.model == str(WHISPER_TINY)
+    assert stt.engine is brisvox.shared_engine(stt_model=str(WHISPER_TINY), admission_control=False)
+    assert brisvox.livekit.STT(model=str(WHISPER_TINY), language="en-US")._language == "en"
+    with pytest.raises(NotImplementedError):
+        stt.stream()
+    with pytest.raises(brisvox.InvalidArgumentError, match="English-only"):
+        brisvox.livekit.STT(model=str(WHISPER_TINY), language="fr")
+    with pytest.raises(brisvox.InvalidArgumentError, match="English-only"):
+        asyncio.run(stt.recognize(frames_of(np.zeros(8000, np.int16), 16000), language="de"))
+    with pytest.raises(brisvox.InvalidArgumentError, match="'full' or 'fit'"):
+        brisvox.livekit.STT(model=str(WHISPER_TINY), window="half")
+    with pytest.raises(brisvox.IoError, match="no-whisper"):
+        brisvox.livekit.STT(model="/no-whisper")
+    with pytest.raises(brisvox.InvalidArgumentError, match="no Whisper model"):
+        brisvox.livekit.STT(engine=brisvox.shared_engine())
+    # An engine failure while transcribing is LiveKit's APIError, retryable at capacity.
+    full = brisvox.Engine(stt_model=str(WHISPER_TINY), admission_control=False, max_streams=1, stt_workers=1)
+    busy = brisvox.livekit.STT(engine=full)
+    assert busy.model == str(WHISPER_TINY)
+    deadline = time.monotonic() + 10
+    while True:  # the one slot, once the engine has let go of the stream the language check opened
+        try:
+            held = full.open_stream()
+            break
+        except brisvox.OverloadedError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    with held, pytest.raises(APIError, match="brisvox: .*max_streams") as caught:
+        asyncio.run(busy.recognize(frames_of(np.zeros(8000, np.int16), 16000),
+                                   conn_options=APIConnectOptions(max_retry=0)))
+    assert caught.value.retryable and isinstance(caught.value.__cause__, brisvox.OverloadedError)
+    # No speech, or no audio at all: an empty transcript, not an error.
+    assert asyncio.run(stt.recognize(frames_of(np.zeros(16000, np.int16), 16000))).alternatives[0].text == ""
+    assert asyncio.run(stt.recognize([])).alternatives[0].text == ""
+
+
+# --- TTS ------------------------------------------------------------------------------------------
+
+DETERMINISTIC = {"noise_scale": 0.0, "noise_w_scale": 0.0}
+REPLY = "Thanks for calling. Your table is booked for Monday at seven. See you then!"
+LONG_REPLY = "".join(f"This is sentence number {n} of a long reply. " for n in range(1, 13))
+
+
+def tts_of(**options) -> brisvox.livekit.TTS:
+    return brisvox.livekit.TTS(voice=str(PIPER_VOICE), voice_options=DETERMINISTIC, **options)
+
+
+def said(text: str, sample_rate: int = 0) -> np.ndarray:
+    """brisvox.say's audio for `text` as the 16-bit samples the TTS's frames carry."""
+    samples, _ = brisvox.say(text, voice=str(PIPER_VOICE), sample_rate=sample_rate, fast_start=True,
+                             voice_options=DETERMINISTIC)
+    return np.clip(np.round(samples * 32767.0), -32768, 32767).astype(np.int16)
+
+
+def pcm_of(events) -> np.ndarray:
+    return np.frombuffer(b"".join(bytes(e.frame.data) for e in events), dtype=np.int16)
+
+
+async def collect(stream) -> list:
+    events = [ev async for ev in stream]
+    await stream.aclose()
+    return events
+
+
+def synthesized(tts, text: str) -> list:
+    """The SynthesizedAudio events of tts.synthesize(text) (made in the loop, as LiveKit's are)."""
+    async def run():
+        return await collect(tts.synthesize(text))
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("rate", [None, 16000])
+def test_tts_synthesize_speaks_what_say_speaks(rate):
+    tts = tts_of(sample_rate=rate)
+    expected_rate = 22050 if rate is None else rate  # en_US-joe-medium's own, or the engine's resampling
+    assert tts.sample_rate == expected_rate and tts.num_channels == 1
+    events = synthesized(tts, REPLY)
+    assert all(e.frame.sample_rate == expected_rate and e.frame.num_channels == 1 for e in events)
+    assert events[-1].is_final and not any(e.is_final for e in events[:-1])
+    ours, reference = pcm_of(events), said(REPLY, rate or 0)
+    assert len(ours) == len(reference) > expected_rate, (len(ours), len(reference))
+    assert np.abs(ours.astype(np.int32) - reference).max() <= 1
+
+
+async def sentences_of(tokenizer, pieces: list[str]) -> list[str]:
+    """The sentences `tokenizer` makes of text pushed in these pieces (what the TTS's stream speaks)."""
+    stream = tokenizer.stream()
+    for piece in pieces:
+        stream.push_text(piece)
+    stream.end_input()
+    return [t.token.strip() async for t in stream if t.token.strip()]
+
+
+def test_tts_stream_speaks_each_sentence_as_it_completes():
+    tts = tts_of()
+    pieces = [w + " " for w in LONG_REPLY.split(" ")[:40]]  # word by word, as an LLM writes
+
+    async def run():
+        stream = tts.stream()
+        for piece in pieces:
+            stream.push_text(piece)
+            await asyncio.sleep(0)
+        stream.end_input()
+        return await collect(stream)
+
+    events = asyncio.run(run())
+    sentences = asyncio.run(sentences_of(tokenize.blingfire.SentenceTokenizer(), pieces))
+    assert len(sentences) >= 3, sentences
+    assert all(e.frame.sample_rate == 22050 for e in events) and events[-1].is_final
+    # Each sentence is an utterance of its own: the audio is say()'s of each, one after the other.
+    reference = np.concatenate([said(s) for s in sentences])
+    ours = pcm_of(events)
+    assert len(ours) == len(reference), (len(ours), len(reference))
+    assert np.abs(ours.astype(np.int32) - reference).max() <= 1
+
+
+def test_tts_stream_waits_for_the_next_sentence():
+    # The first sentence is said in full before the second is pushed: the stream does not end
+    # when the engine has nothing left to say, only when the input has ended.
+    tts = tts_of(sample_rate=16000)
+    first, rest = "Hello there, how are you doing today? I hope", " you are well."
+
+    async def run():
+        stream = tts.stream()
+        stream.push_text(first)
+        events = []
+
+        async def read():
+            async for ev in stream:
+                events.append(ev)
+
+        reader = asyncio.create_task(read())
+        # The whole first sentence comes out (nothing held back) while the second is not written.
+        deadline = time.monotonic() + 60
+        while len(pcm_of(events)) < len(one):
+            assert time.monotonic() < deadline, f"{len(pcm_of(events))} of the {len(one)} samples came"
+            await asyncio.sleep(0.01)
+        assert stream.speech.ended and len(pcm_of(events)) == len(one)
+        stream.push_text(rest)
+        stream.end_input()
+        await reader
+        await stream.aclose()
+        return events
+
+    sentences = asyncio.run(sentences_of(tokenize.blingfire.SentenceTokenizer(), [first, rest]))
+    assert sentences == ["Hello there, how are you doing today?", "I hope you are well."], sentences
+    one, two = said(sentences[0], 16000), said(sentences[1], 16000)
+    ours = pcm_of(asyncio.run(run()))
+    assert len(ours) == len(one) + len(two), (len(ours), len(one), len(two))
+    assert np.abs(ours.astype(np.int32) - np.concatenate([one, two])).max() <= 1
+
+
+@pytest.mark.parametrize("kind", ["synthesize", "stream"])
+def test_tts_aclose_mid_reply_closes_the_engines_session(kind):
+    tts = tts_of(sample_rate=16000)
+
+    async def run():
+        if kind == "synthesize":
+            stream = tts.synthesize(LONG_REPLY)
+        else:
+            stream = tts.stream()
+            stream.push_text(LONG_REPLY)
+            stream.end_input()
+        events = [await stream.__anext__()]  # the first audio: the reply is under way
+        speech = stream.speech
+        assert speech is not None and not speech.closed
+        await stream.aclose()
+        events += [ev async for ev in stream]  # nothing more comes
+        return events, speech, stream
+
+    events, speech, stream = asyncio.run(run())
+    assert speech.closed and stream.speech is None
+    full = said(LONG_REPLY, 16000)
+    print(f"\n    {len(pcm_of(events)) / 16000:.2f} s of a {len(full) / 16000:.2f} s reply came out")
+    assert len(pcm_of(events)) < len(full) / 2
+
+
+def test_tts_options_and_their_errors():
+    tts = tts_of()
+    assert tts.capabilities.streaming is True and tts.provider == "brisvox" and tts.model == str(PIPER_VOICE)
+    assert tts.engine is brisvox.shared_engine(voice=str(PIPER_VOICE))
+    assert tts_of(sample_rate=22050).sample_rate == 22050  # the voice's own, named
+    assert brisvox.livekit.TTS(engine=tts.engine).model == tts.engine.voice_path
+    with pytest.raises(brisvox.InvalidArgumentError, match="22050 Hz.*8000, 16000, 24000, 48000.*44100"):
+        tts_of(sample_rate=44100)
+    with pytest.raises(brisvox.IoError, match="no-such-voice.*installed"):
+        brisvox.livekit.TTS(voice="no-such-voice")
+    with pytest.raises(brisvox.InvalidArgumentError, match="no setting 'bogus'"):
+        brisvox.livekit.TTS(voice=str(PIPER_VOICE), voice_options={"bogus": 1.0})
+    with pytest.raises(brisvox.InvalidArgumentError, match="no voice"):
+        brisvox.livekit.TTS(engine=brisvox.shared_engine())
+    # Nothing to say: no audio, no error; an over-long text: the engine's error, as it is.
+    assert synthesized(tts, "  ") == []
+    with pytest.raises(brisvox.InvalidArgumentError):
+        synthesized(tts, "word " * 5000)
