@@ -1,11 +1,11 @@
-"""A local voice agent in Pipecat on brisvox alone: VAD, end of turn, speech-to-text and speech.
-The "LLM" echoes what it heard; put yours between the turn and the speech (docs/PYTHON.md).
+"""A local voice agent in Pipecat on brisvox alone: VAD, end of turn, speech-to-text and speech; the
+"LLM" echoes what it heard: put yours between the turn and the speech (docs/PYTHON.md).
   python pipecat_agent.py call.wav reply.wav    the caller from a WAV, the agent's voice to a WAV
   python pipecat_agent.py --mic                 microphone and speakers (pip install "pipecat-ai[local]")
 """
 import asyncio, sys, wave
 from pipecat.frames.frames import (EndFrame, InputAudioRawFrame, TranscriptionFrame, TTSAudioRawFrame,
-                                   TTSSpeakFrame, UserStoppedSpeakingFrame)
+                                   TTSSpeakFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.runner import PipelineRunner
 from pipecat.pipeline.task import PipelineParams, PipelineTask
@@ -18,15 +18,16 @@ from brisvox.pipecat import BrisvoxSmartTurnAnalyzer, BrisvoxSTTService, Brisvox
 
 class Echo(FrameProcessor):  # the LLM's place: a finished turn in, a reply out
     def __init__(self):
-        super().__init__(); self.heard = []
-    async def process_frame(self, frame, direction):
+        super().__init__(); self.heard, self.turn_over = [], False
+    async def process_frame(self, frame, direction):  # the turn's end and its last words come in either order
         await super().process_frame(frame, direction)
         if isinstance(frame, TranscriptionFrame): self.heard.append(frame.text)
-        if isinstance(frame, UserStoppedSpeakingFrame) and self.heard:
-            await self.push_frame(TTSSpeakFrame("You said: " + " ".join(self.heard)))
-            self.heard = []
+        if isinstance(frame, (UserStartedSpeakingFrame, UserStoppedSpeakingFrame)):
+            self.turn_over = isinstance(frame, UserStoppedSpeakingFrame)
         await self.push_frame(frame, direction)
-
+        if self.turn_over and self.heard:
+            await self.push_frame(TTSSpeakFrame("You said: " + " ".join(self.heard)))
+            self.heard, self.turn_over = [], False
 class WavOut(FrameProcessor):  # the file mode's speaker
     def __init__(self, path):
         super().__init__(); self.out = wave.open(path, "wb"); self.out.setparams((1, 2, 16000, 0, "NONE", ""))
@@ -34,7 +35,6 @@ class WavOut(FrameProcessor):  # the file mode's speaker
         await super().process_frame(frame, direction)
         if isinstance(frame, TTSAudioRawFrame): self.out.writeframes(frame.audio)
         await self.push_frame(frame, direction)
-
 async def main(args):
     turns = UserTurnStrategies(stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=BrisvoxSmartTurnAnalyzer())])
     agent = [VADProcessor(vad_analyzer=BrisvoxVADAnalyzer()), BrisvoxSTTService(),
