@@ -8,6 +8,7 @@ build/release/... of this checkout.
 """
 
 import os
+import re
 import wave
 from pathlib import Path
 
@@ -19,6 +20,22 @@ SAMPLE_WAV = ROOT / "third_party/audio/sample.wav"  # 28.4 s of read speech, 16 
 ASTERISK = Path("/usr/share/asterisk/sounds/en")    # 8 kHz prompts (apt: asterisk-core-sounds-en)
 PIPER_VOICE = ROOT / "third_party/models/piper/en_US-joe-medium.onnx"  # a Piper voice (scripts/setup.sh)
 WHISPER_TINY = ROOT / "third_party/models/whisper-tiny.en"  # Whisper tiny.en, converted by scripts/setup.sh
+
+
+def words(text: str) -> list[str]:
+    """The lower-case words of a transcript, for comparing transcripts."""
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate of `hypothesis` against `reference` (Levenshtein over words())."""
+    r, h = words(reference), words(hypothesis)
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+    return d[len(h)] / max(1, len(r))
 
 
 def read_wav(path: Path) -> tuple[np.ndarray, int]:

@@ -3,17 +3,12 @@ speech; an echo in the LLM's place), run as a reader would run it on a WAV: what
 checked with Whisper against what the caller said."""
 
 import os
-import re
 import subprocess
 import sys
 import wave
 
 import brisvox
-from conftest import ROOT, SAMPLE_WAV, WHISPER_TINY
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
+from conftest import ROOT, SAMPLE_WAV, WHISPER_TINY, words
 
 
 def test_the_pipecat_agent_says_back_what_it_heard(tmp_path):

@@ -5,7 +5,6 @@ own stt.StreamAdapter; the TTS's audio against brisvox.say of the same text, who
 an LLM writes it, and its interruption."""
 
 import asyncio
-import re
 import time
 import wave
 
@@ -20,7 +19,7 @@ from livekit.plugins import silero
 
 import brisvox
 import brisvox.livekit
-from conftest import PIPER_VOICE, SAMPLE_WAV, WHISPER_TINY
+from conftest import PIPER_VOICE, SAMPLE_WAV, WHISPER_TINY, wer, words
 
 FRAME_MS = 10  # what a LiveKit audio track delivers per frame
 
@@ -147,20 +146,6 @@ def frames_of(audio: np.ndarray, rate: int, channels: int = 1) -> list[rtc.Audio
 def write_wav(path, audio: np.ndarray, rate: int):
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1), w.setsampwidth(2), w.setframerate(rate), w.writeframes(audio.tobytes())
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    r, h = words(reference), words(hypothesis)
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-    return d[len(h)] / max(1, len(r))
 
 
 @pytest.fixture(scope="module")

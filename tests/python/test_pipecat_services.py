@@ -4,7 +4,6 @@ VADProcessor(BrisvoxVADAnalyzer) on the sample recording, against Pipecat's own 
 against brisvox.say and understood by Whisper, and an interruption that stops it."""
 
 import asyncio
-import re
 import time
 import wave
 
@@ -21,7 +20,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 import brisvox
 from brisvox.pipecat import BrisvoxSTTService, BrisvoxTTSService, BrisvoxVADAnalyzer
-from conftest import PIPER_VOICE, ROOT, WHISPER_TINY
+from conftest import PIPER_VOICE, ROOT, WHISPER_TINY, wer, words
 
 logger.remove()  # Pipecat logs every frame at debug level
 logger.add(lambda m: print(m, end=""), level="WARNING")
@@ -51,20 +50,6 @@ class Collector(FrameProcessor):
             self.frames.append(frame)
             self.at.append(time.monotonic())
         await self.push_frame(frame, direction)
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    r, h = words(reference), words(hypothesis)
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-    return d[len(h)] / max(1, len(r))
 
 
 def task_of(processors, in_rate=16000, out_rate=16000):
