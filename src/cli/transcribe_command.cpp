@@ -22,6 +22,7 @@ struct TranscribeOptions {
   std::string language = "en";
   std::string window = "full";
   std::string vad_model = "v6";
+  SegmenterParams vad;
   int model_rate_hz = 0;
   int workers = 0;
   int stt_workers = 1;
@@ -59,6 +60,7 @@ int run_transcribe(const TranscribeOptions& o) {
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
   const double load_s = seconds_since(loading);
   run_options.stream.vad.model_rate_hz = o.model_rate_hz;
+  run_options.stream.vad.params = o.vad;
   run_options.stream.stt = SttOptions{};
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
@@ -97,6 +99,7 @@ Command add_transcribe_command(CLI::App& app) {
   app.add_option("--vad-model", o->vad_model, "VAD model: v5, v6, v5-exported, v6-exported or a path")
       ->capture_default_str();
   add_model_rate_option(app, o->model_rate_hz);
+  add_vad_params(app, o->vad);
   app.add_option("--workers", o->workers, "VAD inference threads (default: one per core)");
   app.add_option("--stt-workers", o->stt_workers, "Whisper threads (they share the model's sessions, ~320 MB)")
       ->capture_default_str();
