@@ -305,12 +305,16 @@ void WsConnection::on_write(beast::error_code ec, std::size_t written) {
 
 // --- ending --------------------------------------------------------------------------------------
 
+std::string WsHandler::error_report(std::string_view code, const std::string& message) {
+  return error_message(code, message);
+}
+
 void WsConnection::fail(std::string_view code, std::uint16_t close_code, const std::string& message) {
   if (phase_ != Phase::kOpen) return;
   ctx_.metrics.count_error(code);
   log("{} {}: error [{}]: {}", settings_.kind, id_, code, message);
   ending_ = Ending::kFailed;
-  if (settings_.error_messages) send(error_message(code, message));
+  if (settings_.error_messages) send(handler_->error_report(code, message));
   close(close_code, std::string(code));
 }
 

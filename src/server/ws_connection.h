@@ -122,6 +122,9 @@ class WsHandler {
   virtual void on_closed(std::string_view why, bool opened) = 0;
   // The message that tells the client `num_dropped` droppable messages were not sent; empty: none.
   virtual std::string dropped_report(std::uint64_t /*num_dropped*/) { return {}; }
+  // The error event a failure sends before its close (WsSettings::error_messages): brisvox's
+  // {"type":"error","code","message"} unless the protocol has its own shape.
+  virtual std::string error_report(std::string_view code, const std::string& message);
 
  protected:
   WsConnection& connection() const { return *connection_; }
