@@ -72,7 +72,8 @@ case "$preset" in
     # The calls' soak checks every frame of real-time callers, which Piper under ThreadSanitizer
     # (5-15x slower) cannot keep up with; its calls' threads are covered by server_call_end_to_end.
     # OpenAI's routes start no thread of their own (the upload and TTS paths they translate onto
-    # run here in server_transcribe and server_tts_end_to_end).
+    # run here in server_transcribe and server_tts_end_to_end); the Realtime sessions are a
+    # protocol on an engine stream with transcripts, whose threads server_call_end_to_end crosses here.
     # The server's network side is one thread (io_threads 1): its threads meet the engine's in
     # the wake-ups, the job threads and the pools, which the streams', TTS, calls', uploads' and
     # loadtest's end-to-end tests cross here. The Twilio front is a protocol on the calls' code
@@ -80,7 +81,7 @@ case "$preset" in
     # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
     # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_telephony_twilio|server_telephony_telnyx|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 

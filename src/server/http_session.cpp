@@ -24,6 +24,7 @@
 #include "server/access_policy.h"
 #include "server/call_handler.h"
 #include "server/server_log.h"
+#include "server/realtime_handler.h"
 #include "server/stream_handler.h"
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
@@ -343,6 +344,11 @@ void HttpSession::handle(Request request) {
   }
   if (route == Route::kCall && beast::websocket::is_upgrade(request)) {
     CallEndpoint endpoint(ctx_);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if (route == Route::kRealtime && beast::websocket::is_upgrade(request)) {
+    RealtimeEndpoint endpoint(ctx_);
     upgrade(std::move(request), endpoint);
     return;
   }

@@ -130,7 +130,8 @@ OpenAiTranscriptFormat parse_openai_transcript_format(std::string_view name) {
 }
 
 bool is_openai_path(std::string_view path) {
-  return path.starts_with("/v1/audio/") || path == "/v1/models" || path.starts_with("/v1/models/");
+  return path.starts_with("/v1/audio/") || path == "/v1/models" || path.starts_with("/v1/models/") ||
+         path == "/v1/realtime";
 }
 
 TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::string_view body,

@@ -67,7 +67,7 @@ struct OpenAiError {
 TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::string_view body,
                                            std::string_view content_type, std::string_view& audio);
 
-// Whether a request path is one of OpenAI's (/v1/audio/..., /v1/models): its errors are OpenAI's shape.
+// Whether a request path is one of OpenAI's (/v1/audio/..., /v1/models, /v1/realtime): its errors are OpenAI's shape.
 bool is_openai_path(std::string_view path);
 
 // "json|text|srt|verbose_json|vtt"; OpenAiError naming response_format otherwise.

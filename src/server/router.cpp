@@ -110,6 +110,7 @@ Route route_for(const Request& request) {
   if (path == "/metrics") return get_or_head(Route::kMetrics);
   if (path == "/v1/stream") return only(http::verb::get, Route::kStream);
   if (path == "/v1/call") return only(http::verb::get, Route::kCall);
+  if (path == "/v1/realtime") return only(http::verb::get, Route::kRealtime);
   if (path == "/v1/telephony/twilio") return only(http::verb::get, Route::kTwilio);
   if (path == "/v1/telephony/twilio/listen") return only(http::verb::get, Route::kTwilioListen);
   if (path == "/v1/telephony/telnyx") return only(http::verb::get, Route::kTelnyx);
@@ -152,6 +153,7 @@ std::string_view route_name(Route route) {
     case Route::kMetrics: return "metrics";
     case Route::kStream: return "stream";
     case Route::kCall: return "call";
+    case Route::kRealtime: return "realtime";
     case Route::kTwilio:
     case Route::kTwilioListen: return "twilio";
     case Route::kTelnyx:
@@ -240,6 +242,10 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
     case Route::kCall:
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/call is a WebSocket endpoint: connect with a WebSocket client");
+    case Route::kRealtime:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/realtime is a WebSocket endpoint (OpenAI's Realtime API, transcription sessions): "
+                            "connect with a WebSocket client and ?intent=transcription");
     case Route::kTwilio:
     case Route::kTwilioListen:
       return error_response(request, http::status::upgrade_required, "bad_request",

@@ -40,7 +40,7 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 enum class Route {
-  kHealth, kReady, kMetrics, kStream, kCall, kTwilio, kTwilioListen, kTelnyx, kTelnyxListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions,
+  kHealth, kReady, kMetrics, kStream, kCall, kRealtime, kTwilio, kTwilioListen, kTelnyx, kTelnyxListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions,
   kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
 };
 

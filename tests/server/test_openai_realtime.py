@@ -1,0 +1,292 @@
+"""OpenAI's Realtime API transcription sessions on `brisvox serve` (docs/OPENAI.md), with the official
+`openai` client: `client.realtime.connect(extra_query={"intent": "transcription"})`.
+
+A real server (Whisper tiny.en, a token) on loopback. A real recording is sent as the session's
+audio (24 kHz PCM, or 8 kHz G.711 mu-law); each item's transcript must equal `brisvox transcribe`'s
+of the same audio with the same VAD parameters (the session's turn_detection), items must come as
+speech_started, speech_stopped, committed, delta, completed, and bad events must come back as error
+events while the session goes on.
+
+  BRISVOX=build/release/brisvox BRISVOX_SAMPLE=third_party/audio/sample.wav \
+      .venv/bin/python -m pytest -q tests/server/test_openai_realtime.py
+"""
+import audioop  # noqa: F401  (deprecated, still in 3.11: G.711 mu-law for the pcmu test)
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+import wave
+
+import numpy as np
+import openai
+import pytest
+import soxr
+import websockets
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from serve_process import Server  # noqa: E402
+
+BRISVOX = os.environ.get("BRISVOX", "build/release/brisvox")
+SAMPLE = os.environ.get("BRISVOX_SAMPLE", "third_party/audio/sample.wav")
+TOKEN = "realtime-test-token"
+CLIP_S = 12  # the sample's first 12 s: two utterances
+VAD = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server(BRISVOX, "--workers", "1", "--stt-model", "tiny.en", "--token", TOKEN)
+    yield s
+    s.kill()
+    print("\n".join(s.lines[-40:]))
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url("/v1"), api_key=TOKEN, max_retries=0)
+
+
+def read_clip():
+    with wave.open(SAMPLE, "rb") as w:
+        assert w.getnchannels() == 1 and w.getsampwidth() == 2
+        rate = w.getframerate()
+        pcm = np.frombuffer(w.readframes(CLIP_S * rate), dtype="<i2")
+    return pcm, rate
+
+
+@pytest.fixture(scope="module")
+def pcm24k(tmp_path_factory):
+    """The clip at 24 kHz, 16-bit (what audio/pcm is), and a WAV of the same samples."""
+    pcm, rate = read_clip()
+    pcm24 = soxr.resample(pcm.astype(np.float32) / 32768.0, rate, 24000)
+    pcm24 = np.clip(np.round(pcm24 * 32768.0), -32768, 32767).astype("<i2")
+    path = tmp_path_factory.mktemp("realtime") / "clip24k.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(24000)
+        w.writeframes(pcm24.tobytes())
+    return pcm24.tobytes(), str(path)
+
+
+def cli_segments(path, *extra):
+    out = subprocess.run([BRISVOX, "transcribe", "--min-silence-ms", "500", "--speech-pad-ms", "300", *extra, path],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def connect(client, **kwargs):
+    return client.realtime.connect(extra_query={"intent": "transcription"}, **kwargs)
+
+
+class Reader:
+    """Collects a connection's events on a thread, so that the test never blocks on recv()."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.events = []
+        self.cond = threading.Condition()
+        self.closed = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            for event in self.conn:
+                with self.cond:
+                    self.events.append(event)
+                    self.cond.notify_all()
+        except Exception as e:  # the close, as the client reports it
+            with self.cond:
+                self.closed = e
+                self.cond.notify_all()
+            return
+        with self.cond:
+            self.closed = "closed"
+            self.cond.notify_all()
+
+    def wait(self, pred, timeout=60):
+        with self.cond:
+            assert self.cond.wait_for(lambda: pred(self.events) or self.closed is not None, timeout), \
+                [e.type for e in self.events]
+            assert pred(self.events), (self.closed, [e.type for e in self.events])
+            return list(self.events)
+
+    def of(self, type_):
+        with self.cond:
+            return [e for e in self.events if e.type == type_]
+
+
+def count(type_, n):
+    return lambda events: sum(e.type == type_ for e in events) >= n
+
+
+def append_all(conn, data, chunk_bytes):
+    for i in range(0, len(data), chunk_bytes):
+        conn.input_audio_buffer.append(audio=base64.b64encode(data[i:i + chunk_bytes]).decode())
+
+
+def test_session_created_then_updated(client):
+    with connect(client) as conn:
+        reader = Reader(conn)
+        created = reader.wait(count("session.created", 1))[0]
+        assert created.type == "session.created"
+        s = created.session
+        assert s.type == "transcription"
+        assert s.audio.input.format.type == "audio/pcm" and s.audio.input.format.rate == 24000
+        assert s.audio.input.turn_detection.type == "server_vad"
+        assert s.audio.input.turn_detection.silence_duration_ms == 500
+        assert s.audio.input.transcription.model == "stt"
+        conn.session.update(session={"type": "transcription", "audio": {"input": {
+            "format": {"type": "audio/pcmu"},
+            "transcription": {"model": "whisper-1", "language": "en"},
+            "turn_detection": {"type": "server_vad", "threshold": 0.6, "silence_duration_ms": 700}}}})
+        updated = reader.wait(count("session.updated", 1))
+        s = [e for e in updated if e.type == "session.updated"][0].session
+        assert s.audio.input.format.type == "audio/pcmu"
+        assert s.audio.input.transcription.model == "whisper-1" and s.audio.input.transcription.language == "en"
+        td = s.audio.input.turn_detection
+        assert (td.threshold, td.prefix_padding_ms, td.silence_duration_ms) == (0.6, 300, 700)
+        assert s.audio.input.noise_reduction is None  # brisvox filters nothing, and says so
+
+
+def test_server_vad_items_equal_cli(client, pcm24k):
+    data, path = pcm24k
+    reference = cli_segments(path)
+    assert len(reference["segments"]) >= 2, reference
+    with connect(client) as conn:
+        reader = Reader(conn)
+        append_all(conn, data, 24000 * 2 // 50)  # 20 ms pieces
+        append_all(conn, bytes(24000 * 2), 4800)  # a second of silence ends the last speech
+        events = reader.wait(count("conversation.item.input_audio_transcription.completed", len(reference["segments"])))
+        conn.close()
+    kinds = [e.type for e in events if e.type != "session.created"]
+    completed = [e for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    started = [e for e in events if e.type == "input_audio_buffer.speech_started"]
+    stopped = [e for e in events if e.type == "input_audio_buffer.speech_stopped"]
+    committed = [e for e in events if e.type == "input_audio_buffer.committed"]
+    assert len(started) == len(stopped) == len(committed) == len(reference["segments"]), kinds
+    # Each item: started, stopped, committed, then its transcript (later items may start before
+    # an earlier transcript comes).
+    for i, item in enumerate(started):
+        assert stopped[i].item_id == committed[i].item_id == completed[i].item_id == item.item_id
+        assert committed[i].previous_item_id == (committed[i - 1].item_id if i else None)
+        seq = [e.type for e in events if getattr(e, "item_id", None) == item.item_id]
+        assert seq == ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
+                       "input_audio_buffer.committed", "conversation.item.input_audio_transcription.delta",
+                       "conversation.item.input_audio_transcription.completed"], seq
+    for seg, start, stop, done in zip(reference["segments"], started, stopped, completed):
+        assert done.transcript == seg["text"].strip()
+        assert abs(start.audio_start_ms - seg["start"] * 1000) <= 1
+        assert abs(stop.audio_end_ms - seg["end"] * 1000) <= 1
+        assert done.usage.type == "duration" and abs(done.usage.seconds - (seg["end"] - seg["start"])) < 0.002
+    deltas = [e for e in events if e.type == "conversation.item.input_audio_transcription.delta"]
+    assert [d.delta for d in deltas] == [c.transcript for c in completed]
+
+
+def test_manual_commit_joins_the_buffer(client, pcm24k):
+    data, path = pcm24k
+    reference = cli_segments(path)
+    with connect(client) as conn:
+        reader = Reader(conn)
+        conn.session.update(session={"type": "transcription", "audio": {"input": {"turn_detection": None}}})
+        reader.wait(count("session.updated", 1))
+        append_all(conn, data, 32000)
+        conn.input_audio_buffer.commit(event_id="my-commit")
+        events = reader.wait(count("conversation.item.input_audio_transcription.completed", 1))
+    assert not [e for e in events if e.type.startswith("input_audio_buffer.speech")]
+    committed = [e for e in events if e.type == "input_audio_buffer.committed"]
+    completed = [e for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    assert len(committed) == 1 and committed[0].item_id == completed[0].item_id
+    assert completed[0].transcript == " ".join(s["text"].strip() for s in reference["segments"])
+
+
+def test_commit_and_clear(client, pcm24k):
+    data, _ = pcm24k
+    with connect(client) as conn:
+        reader = Reader(conn)
+        conn.input_audio_buffer.commit(event_id="too-early")
+        errors = reader.wait(count("error", 1))
+        error = [e for e in errors if e.type == "error"][0].error
+        assert error.code == "input_audio_buffer_commit_empty" and error.event_id == "too-early"
+        assert error.type == "invalid_request_error"
+        # Half of the first utterance, then clear: it never becomes an item.
+        append_all(conn, data[:24000 * 2 * 2], 9600)
+        conn.input_audio_buffer.clear()
+        reader.wait(count("input_audio_buffer.cleared", 1))
+        # The session goes on: the next utterance is transcribed.
+        append_all(conn, data, 9600)
+        append_all(conn, bytes(48000), 9600)
+        events = reader.wait(count("conversation.item.input_audio_transcription.completed", 1))
+    started = [e for e in events if e.type == "input_audio_buffer.speech_started"]
+    stopped = [e for e in events if e.type == "input_audio_buffer.speech_stopped"]
+    completed = [e for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    # The speech heard before the clear started an item; the clear dropped it: no stop, no transcript.
+    cleared = [s.item_id for s in started if s.audio_start_ms < 2000]
+    assert len(cleared) == 1
+    assert cleared[0] not in {e.item_id for e in stopped + completed}
+    # After it the timeline goes on (the cleared audio counts in it).
+    later = [s for s in started if s.audio_start_ms >= 2000]
+    assert later and {c.item_id for c in completed} <= {s.item_id for s in later}
+
+
+def test_pcmu_transcribes(client, tmp_path):
+    pcm, rate = read_clip()
+    pcm8 = soxr.resample(pcm.astype(np.float32) / 32768.0, rate, 8000)
+    pcm8 = np.clip(np.round(pcm8 * 32768.0), -32768, 32767).astype("<i2").tobytes()
+    ulaw = audioop.lin2ulaw(pcm8, 2)
+    path = tmp_path / "clip.ul"
+    path.write_bytes(ulaw)
+    reference = cli_segments(str(path), "--raw-encoding", "mulaw", "--raw-rate", "8000")
+    with connect(client) as conn:
+        reader = Reader(conn)
+        conn.session.update(session={"type": "transcription", "audio": {"input": {"format": {"type": "audio/pcmu"}}}})
+        reader.wait(count("session.updated", 1))
+        append_all(conn, ulaw, 160)  # 20 ms
+        append_all(conn, b"\xff" * 8000, 800)
+        events = reader.wait(count("conversation.item.input_audio_transcription.completed", len(reference["segments"])))
+    completed = [e.transcript for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    assert completed == [s["text"].strip() for s in reference["segments"]]
+
+
+def test_bad_events_are_errors_and_the_session_goes_on(client, server):
+    with connect(client) as conn:
+        reader = Reader(conn)
+        reader.wait(count("session.created", 1))
+        conn.send({"type": "response.create"})
+        conn.input_audio_buffer.append(audio="not base64!", event_id="bad-audio")
+        conn.session.update(session={"type": "transcription",
+                                     "audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}})
+        conn.session.update(session={"type": "transcription",
+                                     "audio": {"input": {"transcription": {"model": "no-such-model"}}}})
+        conn.session.update(session={"type": "transcription",
+                                     "audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
+        conn.session.update(session={"type": "realtime"})
+        errors = [e.error for e in reader.wait(count("error", 6)) if e.type == "error"]
+        assert [e.param for e in errors] == [
+            "type", "audio", "session.audio.input.turn_detection.type",
+            "session.audio.input.transcription.model", "session.audio.input.format.rate", "session.type"]
+        assert errors[1].event_id == "bad-audio"
+        assert errors[3].code == "model_not_found"
+        assert all(e.type == "invalid_request_error" and e.message for e in errors)
+        # Still the default session, and still serving.
+        conn.session.update(session={"type": "transcription"})
+        reader.wait(count("session.updated", 1))
+    assert server.alive()
+
+
+def test_refusals(client, server):
+    with pytest.raises(websockets.InvalidStatus) as wrong_key:
+        with openai.OpenAI(base_url=server.url("/v1"), api_key="wrong", max_retries=0).realtime.connect(
+                extra_query={"intent": "transcription"}) as conn:
+            conn.recv()
+    assert wrong_key.value.response.status_code == 401
+    body = json.loads(wrong_key.value.response.body)
+    assert body["error"]["type"] == "invalid_request_error"
+    with pytest.raises(websockets.InvalidStatus) as no_intent:
+        with client.realtime.connect(model="gpt-realtime") as conn:
+            conn.recv()
+    assert no_intent.value.response.status_code == 400
+    assert "intent=transcription" in json.loads(no_intent.value.response.body)["error"]["message"]
