@@ -175,7 +175,9 @@ RealtimeClientEvent parse_realtime_event(std::string_view json_text, const Realt
   RealtimeClientEvent ev;
   PeerJson parsed = parse_peer_json(json_text);
   if (!parsed.error.empty()) {
-    ev.problem = RealtimeProblem{"invalid_json", fmt::format("The message is not valid JSON: {}", parsed.error), ""};
+    // nlohmann's message quotes the bytes it stopped at, which need not be UTF-8.
+    ev.problem = RealtimeProblem{
+        "invalid_json", printable(fmt::format("The message is not valid JSON: {}", parsed.error.substr(0, 200))), ""};
     return ev;
   }
   const Json& j = parsed.value;
