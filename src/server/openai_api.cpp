@@ -20,8 +20,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::array<std::string_view, 3> kStockSttNames = {"whisper-1", "gpt-4o-transcribe",
-                                                            "gpt-4o-mini-transcribe"};
+// OpenAI's transcription models, as its clients name them (the `openai` package's AudioTranscription
+// and Realtime types; Pipecat's and LiveKit's defaults among them). gpt-4o-transcribe-diarize is
+// not one: its answers carry speaker labels brisvox does not find.
+constexpr std::array<std::string_view, 7> kStockSttNames = {
+    "whisper-1",           "gpt-4o-transcribe",   "gpt-4o-mini-transcribe", "gpt-4o-mini-transcribe-2025-12-15",
+    "gpt-transcribe",      "gpt-live-transcribe", "gpt-realtime-whisper"};
 constexpr std::array<std::string_view, 3> kStockTtsNames = {"tts-1", "tts-1-hd", "gpt-4o-mini-tts"};
 
 std::span<const std::string_view> stock_names(ModelFamily family) {

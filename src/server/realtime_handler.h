@@ -51,6 +51,8 @@ class RealtimeHandler final : public WsHandler {
   void on_text(std::string message) override;
   void on_binary(std::span<const std::byte> chunk, bool last) override;
   void on_engine_events() override;
+  // While items wait for their transcripts the server is working for the client: not idle.
+  bool busy() const override { return !items_.empty() || end_ != End::kNone || has_backlog(); }
   void on_going_away() override;
   void on_closing() override;
   void on_closed(std::string_view why, bool opened) override;

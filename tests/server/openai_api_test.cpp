@@ -64,8 +64,9 @@ TEST(OpenAiApi, ModelsListHasOwnAndStockNames) {
     EXPECT_EQ(m["object"], "model");
     ids.push_back(m["id"]);
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{"stt", "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "tts",
-                                           "tts-1", "tts-1-hd", "gpt-4o-mini-tts"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"stt", "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe",
+                                           "gpt-4o-mini-transcribe-2025-12-15", "gpt-transcribe", "gpt-live-transcribe",
+                                           "gpt-realtime-whisper", "tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"}));
 }
 
 TEST(OpenAiApi, ErrorShape) {

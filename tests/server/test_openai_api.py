@@ -95,7 +95,7 @@ def test_json_equals_cli_and_native_route(client, server, full_reference):
 
 
 def test_stock_and_own_model_names(transcribe, reference):
-    for name in ("gpt-4o-transcribe", "gpt-4o-mini-transcribe", "stt"):
+    for name in ("gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-transcribe", "gpt-realtime-whisper", "stt"):
         assert transcribe(model=name, language="en").text == reference["text"], name
 
 
@@ -243,7 +243,8 @@ def test_unoffered_route_is_openai_404(client):
 def test_models(client):
     ids = [m.id for m in client.models.list()]
     assert ids == ["stt", "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe",
-                   "tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"], ids
+                   "gpt-4o-mini-transcribe-2025-12-15", "gpt-transcribe", "gpt-live-transcribe",
+                   "gpt-realtime-whisper", "tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"], ids
 
 
 

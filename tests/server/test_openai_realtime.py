@@ -5,7 +5,8 @@ A real server (Whisper tiny.en, a token) on loopback. A real recording is sent a
 audio (24 kHz PCM, or 8 kHz G.711 mu-law); each item's transcript must equal `brisvox transcribe`'s
 of the same audio with the same VAD parameters (the session's turn_detection), items must come as
 speech_started, speech_stopped, committed, delta, completed, and bad events must come back as error
-events while the session goes on.
+events while the session goes on. Pipecat's own OpenAIRealtimeSTTService, pointed at brisvox by
+base_url, must transcribe the same clip in a real pipeline.
 
   BRISVOX=build/release/brisvox BRISVOX_SAMPLE=third_party/audio/sample.wav \
       .venv/bin/python -m pytest -q tests/server/test_openai_realtime.py
@@ -14,9 +15,11 @@ import audioop  # noqa: F401  (deprecated, still in 3.11: G.711 mu-law for the p
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 import wave
 
 import numpy as np
@@ -152,9 +155,14 @@ def test_session_created_then_updated(client):
         assert s.audio.input.noise_reduction is None  # brisvox filters nothing, and says so
 
 
-def test_server_vad_items_equal_cli(client, pcm24k):
+@pytest.fixture(scope="module")
+def reference24k(pcm24k):
+    return cli_segments(pcm24k[1])
+
+
+def test_server_vad_items_equal_cli(client, pcm24k, reference24k):
     data, path = pcm24k
-    reference = cli_segments(path)
+    reference = reference24k
     assert len(reference["segments"]) >= 2, reference
     with connect(client) as conn:
         reader = Reader(conn)
@@ -186,9 +194,9 @@ def test_server_vad_items_equal_cli(client, pcm24k):
     assert [d.delta for d in deltas] == [c.transcript for c in completed]
 
 
-def test_manual_commit_joins_the_buffer(client, pcm24k):
+def test_manual_commit_joins_the_buffer(client, pcm24k, reference24k):
     data, path = pcm24k
-    reference = cli_segments(path)
+    reference = reference24k
     with connect(client) as conn:
         reader = Reader(conn)
         conn.session.update(session={"type": "transcription", "audio": {"input": {"turn_detection": None}}})
@@ -290,3 +298,135 @@ def test_refusals(client, server):
             conn.recv()
     assert no_intent.value.response.status_code == 400
     assert "intent=transcription" in json.loads(no_intent.value.response.body)["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def clip_words():
+    """The words `brisvox transcribe` (its own VAD parameters) finds in the clip's segments."""
+    reference = json.loads(subprocess.run([BRISVOX, "transcribe", SAMPLE], check=True, capture_output=True,
+                                          text=True, timeout=120).stdout)
+    expected = " ".join(s["text"].strip() for s in reference["segments"] if s["end"] <= CLIP_S)
+    assert expected
+    return expected
+
+
+def words(text):
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def wer(ref, hyp):
+    r, h = words(ref), words(hyp)
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+    return d[len(h)] / max(1, len(r))
+
+
+def test_pipecat_openai_realtime_stt_service(server, clip_words):
+    """Pipecat's own OpenAIRealtimeSTTService (unmodified, its default model name
+    gpt-realtime-whisper) pointed at brisvox by base_url, in a real pipeline: the clip at 16 kHz in
+    20 ms frames (the service resamples to 24 kHz), brisvox's VAD deciding the turns."""
+    import asyncio
+
+    from pipecat.frames.frames import EndFrame, ErrorFrame, InputAudioRawFrame, TranscriptionFrame
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.runner import PipelineRunner
+    from pipecat.pipeline.task import PipelineParams, PipelineTask
+    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+    from pipecat.services.openai.stt import OpenAIRealtimeSTTService
+
+    pcm, rate = read_clip()
+    audio = np.concatenate([pcm, np.zeros(rate * 3 // 2, dtype="<i2")])
+    expected = clip_words
+
+    class Collector(FrameProcessor):
+        def __init__(self):
+            super().__init__()
+            self.texts, self.errors, self.audio_frames = [], [], 0
+
+        async def process_frame(self, frame, direction: FrameDirection):
+            await super().process_frame(frame, direction)
+            if isinstance(frame, TranscriptionFrame):
+                self.texts.append(frame.text)
+            elif isinstance(frame, ErrorFrame):
+                self.errors.append(frame.error)
+            elif isinstance(frame, InputAudioRawFrame):
+                self.audio_frames += 1
+            await self.push_frame(frame, direction)
+
+    async def run():
+        stt = OpenAIRealtimeSTTService(api_key=TOKEN, base_url=server.url("/v1/realtime").replace("http", "ws", 1),
+                                       turn_detection={"type": "server_vad", "silence_duration_ms": 500})
+        collector = Collector()
+        task = PipelineTask(Pipeline([stt, collector]), params=PipelineParams(audio_in_sample_rate=rate),
+                            enable_rtvi=False, enable_turn_tracking=False, cancel_on_idle_timeout=False)
+        step = rate // 50
+
+        async def feed():
+            for n, i in enumerate(range(0, len(audio) - step + 1, step)):
+                while collector.audio_frames < n:
+                    await asyncio.sleep(0.001)
+                await task.queue_frame(InputAudioRawFrame(audio=audio[i:i + step].tobytes(), sample_rate=rate,
+                                                          num_channels=1))
+            deadline = time.monotonic() + 60
+            while len(" ".join(collector.texts).split()) < len(expected.split()) * 0.8 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await task.queue_frame(EndFrame())
+
+        await asyncio.gather(PipelineRunner(handle_sigint=False).run(task), feed())
+        return collector
+
+    collector = asyncio.run(run())
+    assert not collector.errors, collector.errors
+    got = " ".join(collector.texts)
+    assert len(collector.texts) >= 2, collector.texts
+    assert wer(expected, got) <= 0.05, (expected, got)
+
+
+def test_livekit_openai_stt_realtime(server, clip_words):
+    """LiveKit's own OpenAI STT plugin (livekit-plugins-openai, unmodified) with use_realtime=True and
+    base_url pointed at brisvox: a LiveKit STT stream fed rtc.AudioFrames of the clip, brisvox's VAD
+    deciding the turns (the plugin's server_vad settings), its FINAL_TRANSCRIPTs the clip's words."""
+    import asyncio
+
+    from livekit import rtc
+    from livekit.agents import stt as agents_stt
+    from livekit.agents.utils import http_context
+    from livekit.plugins import openai as lk_openai
+
+    pcm, rate = read_clip()
+    audio = np.concatenate([pcm, np.zeros(rate * 3 // 2, dtype="<i2")])
+    expected = clip_words
+
+    async def run():
+        async with http_context.open():
+            stt = lk_openai.STT(base_url=server.url("/v1"), api_key=TOKEN, model="gpt-4o-mini-transcribe",
+                                use_realtime=True, vad=None)
+            stream = stt.stream()
+            finals = []
+
+            async def read():
+                async for ev in stream:
+                    if ev.type == agents_stt.SpeechEventType.FINAL_TRANSCRIPT:
+                        finals.append(ev.alternatives[0].text)
+
+            reader = asyncio.create_task(read())
+            step = rate // 50
+            for i in range(0, len(audio) - step + 1, step):
+                stream.push_frame(rtc.AudioFrame(data=audio[i:i + step].tobytes(), sample_rate=rate, num_channels=1,
+                                                 samples_per_channel=step))
+                await asyncio.sleep(0)
+            deadline = time.monotonic() + 60
+            while len(" ".join(finals).split()) < len(expected.split()) * 0.8 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            # The plugin's stream keeps its socket open for more input: closing it ends the session.
+            await stream.aclose()
+            reader.cancel()
+            await stt.aclose()
+            return finals
+
+    finals = asyncio.run(run())
+    assert len(finals) >= 2, finals
+    assert wer(expected, " ".join(finals)) <= 0.05, (expected, finals)
