@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 
 #include "brisvox/error.h"
 
@@ -120,17 +121,81 @@ void WavWriter::close() {
 std::uint64_t WavWriter::samples_written() const noexcept { return impl_->written; }
 
 std::vector<std::byte> encode_wav(std::span<const std::int16_t> samples, int sample_rate_hz) {
+  return encode_audio(samples, sample_rate_hz, AudioContainer::kWav);
+}
+
+std::optional<AudioContainer> parse_audio_container(std::string_view name) {
+  if (name == "wav") return AudioContainer::kWav;
+  if (name == "flac") return AudioContainer::kFlac;
+  if (name == "mp3") return AudioContainer::kMp3;
+  if (name == "opus") return AudioContainer::kOggOpus;
+  return std::nullopt;
+}
+
+std::string_view to_string(AudioContainer container) noexcept {
+  switch (container) {
+    case AudioContainer::kWav: return "wav";
+    case AudioContainer::kFlac: return "flac";
+    case AudioContainer::kMp3: return "mp3";
+    case AudioContainer::kOggOpus: return "opus";
+  }
+  return "wav";
+}
+
+std::string_view content_type(AudioContainer container) noexcept {
+  switch (container) {
+    case AudioContainer::kWav: return "audio/wav";
+    case AudioContainer::kFlac: return "audio/flac";
+    case AudioContainer::kMp3: return "audio/mpeg";
+    case AudioContainer::kOggOpus: return "audio/ogg";
+  }
+  return "application/octet-stream";
+}
+
+void check_container_rate(AudioContainer container, int sample_rate_hz) {
   check_rate(sample_rate_hz);
-  MemoryFile mem;
-  mem.bytes.reserve(64 + samples.size() * 2);
-  SF_VIRTUAL_IO io{&MemoryFile::length, &MemoryFile::seek, &MemoryFile::read, &MemoryFile::write, &MemoryFile::tell};
+  const auto one_of = [&](std::initializer_list<int> rates) {
+    return std::find(rates.begin(), rates.end(), sample_rate_hz) != rates.end();
+  };
+  switch (container) {
+    case AudioContainer::kWav:
+      return;
+    case AudioContainer::kFlac:
+      if (sample_rate_hz <= 655350) return;
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("FLAC takes rates up to 655350 Hz, not {}", sample_rate_hz));
+    case AudioContainer::kMp3:
+      // LAME's rates: MPEG-1 (32, 44.1, 48 kHz), MPEG-2 (16, 22.05, 24) and MPEG-2.5 (8, 11.025, 12).
+      if (one_of({8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000})) return;
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("MP3 takes 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 or 48000 Hz, not {}",
+                              sample_rate_hz));
+    case AudioContainer::kOggOpus:
+      if (one_of({8000, 12000, 16000, 24000, 48000})) return;
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("Opus takes 8000, 12000, 16000, 24000 or 48000 Hz, not {}", sample_rate_hz));
+  }
+}
+
+std::vector<std::byte> encode_audio(std::span<const std::int16_t> samples, int sample_rate_hz,
+                                    AudioContainer container) {
+  check_container_rate(container, sample_rate_hz);
   SF_INFO info = wav_info(sample_rate_hz);
+  switch (container) {
+    case AudioContainer::kWav: break;
+    case AudioContainer::kFlac: info.format = SF_FORMAT_FLAC | SF_FORMAT_PCM_16; break;
+    case AudioContainer::kMp3: info.format = SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III; break;
+    case AudioContainer::kOggOpus: info.format = SF_FORMAT_OGG | SF_FORMAT_OPUS; break;
+  }
+  MemoryFile mem;
+  mem.bytes.reserve(64 + (container == AudioContainer::kWav ? samples.size() * 2 : samples.size() / 4));
+  SF_VIRTUAL_IO io{&MemoryFile::length, &MemoryFile::seek, &MemoryFile::read, &MemoryFile::write, &MemoryFile::tell};
+  const std::string_view name = to_string(container);
   SNDFILE* f = sf_open_virtual(&io, SFM_WRITE, &info, &mem);
-  if (f == nullptr) throw Error(ErrorCode::kIo, fmt::format("cannot encode WAV: {}", sf_strerror(nullptr)));
+  if (f == nullptr) throw Error(ErrorCode::kIo, fmt::format("cannot encode {}: {}", name, sf_strerror(nullptr)));
   const auto n = static_cast<sf_count_t>(samples.size());
   const bool ok = n == 0 || sf_write_short(f, samples.data(), n) == n;
   const std::string why = ok ? "" : sf_strerror(f);
-  if (sf_close(f) != 0 || !ok) throw Error(ErrorCode::kIo, fmt::format("cannot encode WAV: {}", why));
+  if (sf_close(f) != 0 || !ok) throw Error(ErrorCode::kIo, fmt::format("cannot encode {}: {}", name, why));
   return std::move(mem.bytes);
 }
 

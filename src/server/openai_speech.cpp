@@ -5,6 +5,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "brisvox/audio/wav_writer.h"
 #include "server/openai_api.h"
 #include "server/peer_json.h"
 #include "server/tts_params.h"
@@ -57,13 +58,13 @@ std::string openai_speech_to_tts_body(const EngineConfig& engine, std::string_vi
                        cut(*voice_name), voice->name),
            "voice");
   }
+  // OpenAI's default is mp3; brisvox's, wav (no encoding to undo for most of its users).
   const std::string format = string_field("response_format").value_or("wav");
-  if (format != "wav" && format != "pcm") {
+  if (format != "pcm" && !parse_audio_container(format)) {
     refuse(400,
-           fmt::format("response_format '{}' is not offered by this server: it has no {} encoder; use wav or pcm "
-                       "(24 kHz 16-bit mono little-endian)",
-                       cut(format),
-                       format == "mp3" || format == "opus" || format == "aac" || format == "flac" ? format : "such"),
+           fmt::format("response_format '{}' is not offered by this server{}; use mp3, opus, flac, wav or pcm (24 kHz "
+                       "16-bit mono little-endian)",
+                       cut(format), format == "aac" ? ": it has no AAC encoder (none permissively licensed in Debian)" : ""),
            "response_format");
   }
   const std::string stream_format = string_field("stream_format").value_or("audio");
@@ -80,7 +81,7 @@ std::string openai_speech_to_tts_body(const EngineConfig& engine, std::string_vi
   }
   nlohmann::json tts;
   tts["text"] = *input;
-  tts["format"] = format == "pcm" ? "raw" : "wav";
+  tts["format"] = format == "pcm" ? "raw" : format;
   tts["sample_rate"] = kOpenAiSpeechRateHz;
   if (speed != 1.0) tts["length_scale"] = 1.0 / speed;
   return tts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -60,6 +60,7 @@ void TtsHttpExchange::start() {
   speech_ = std::move(a.speech);
   wakeup_->attach(std::weak_ptr<EngineListener>(self_));
   try {
+    if (!params_.options.raw) check_container_rate(params_.options.container, speech_.sample_rate_hz());
     utterance_ = speech_.speak(params_.text);
   } catch (const Error& e) {
     const Refusal r = tts_refusal(e);
@@ -147,9 +148,17 @@ void TtsHttpExchange::handle(const Event& e) {
         res.set("X-Brisvox-Encoding", "pcm_s16le");
         res.body().assign(reinterpret_cast<const char*>(whole_.data()), whole_.size() * sizeof(std::int16_t));
       } else {
-        const std::vector<std::byte> wav = encode_wav(whole_, rate);
-        res.set(http::field::content_type, "audio/wav");
-        res.body().assign(reinterpret_cast<const char*>(wav.data()), wav.size());
+        const AudioContainer container = params_.options.container;
+        std::vector<std::byte> file;
+        try {
+          file = encode_audio(whole_, rate, container);
+        } catch (const Error& e) {  // the rate was checked at the start: libsndfile failed
+          const Refusal r = tts_refusal(e);
+          answer(json_error(r.status, r.code, r.message), true);
+          return;
+        }
+        res.set(http::field::content_type, std::string(content_type(container)));
+        res.body().assign(reinterpret_cast<const char*>(file.data()), file.size());
       }
       res.prepare_payload();
       add_cors_headers(ctx_, request_, res);

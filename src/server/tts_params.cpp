@@ -99,8 +99,13 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
     } else if (key == "sample_rate") {
       r.options.speech.sample_rate_hz = int_of(key, v, 0, 768000);
     } else if (key == "format") {
-      if (!v.is_string() || (v != "wav" && v != "raw")) fail("\"format\" must be \"wav\" or \"raw\"");
+      const std::optional<AudioContainer> container =
+          v.is_string() ? parse_audio_container(v.get_ref<const std::string&>()) : std::nullopt;
+      if (!v.is_string() || (v != "raw" && !container)) {
+        fail("\"format\" must be \"wav\", \"flac\", \"mp3\", \"opus\" or \"raw\"");
+      }
       r.options.raw = v == "raw";
+      if (container) r.options.container = *container;
     } else if (key == "length_scale") {
       r.options.speech.voice_options[key] = number_of(key, v);
     } else if (key == "noise_scale") {

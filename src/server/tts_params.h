@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "brisvox/audio/wav_writer.h"
 #include "brisvox/engine/engine.h"
 
 namespace brisvox::server {
@@ -28,7 +29,8 @@ bool voice_matches(std::string_view requested, const TtsVoice& voice);
 struct TtsOptions {
   SpeechConfig speech;     // model left "tts"; sample rate, scales, speaker, volume as asked
   std::string voice;       // as asked ("" when not given): check with voice_matches
-  bool raw = false;        // POST: format=raw (chunked pcm_s16le as it is made); else a WAV
+  bool raw = false;        // POST: format=raw (chunked pcm_s16le as it is made); else a file:
+  AudioContainer container = AudioContainer::kWav;  // the file's container (format=wav|flac|mp3|opus)
   std::string tag;         // WebSocket: the client's call id (request_tag.h); "" when not given
 };
 
@@ -37,9 +39,10 @@ struct TtsHttpRequest {
   std::string text;
 };
 
-// POST /v1/tts: {"text": "...", "voice", "sample_rate", "format": "wav"|"raw", "length_scale",
-// "noise_scale", "noise_w_scale", "speaker_id", "volume", "fast_start": true|false}; "text" is
-// required. fast_start defaults to true for "raw" (streamed) and false for "wav" (sent whole).
+// POST /v1/tts: {"text": "...", "voice", "sample_rate", "format": "wav"|"flac"|"mp3"|"opus"|"raw",
+// "length_scale", "noise_scale", "noise_w_scale", "speaker_id", "volume", "fast_start": true|false};
+// "text" is required. fast_start defaults to true for "raw" (streamed) and false for a file (sent
+// whole).
 TtsHttpRequest parse_tts_body(std::string_view body);
 // WebSocket /v1/tts?voice=&sample_rate=&length_scale=&noise_scale=&noise_w_scale=&speaker_id=
 // &volume=&fast_start=1|0&tag= (and token=, checked elsewhere).

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
 
 namespace brisvox {
@@ -649,5 +650,55 @@ TEST_F(AudioFileTest, RawRejectsBadRates) {
   }
 }
 
+// encode_audio (POST /v1/tts and /v1/audio/speech files) writes what the reader reads back: FLAC
+// exactly, MP3 and Opus as lossy codecs do (the same length within a frame or two, the same
+// loudness, the waveform close), at the rates each container takes; others are refused by name.
+TEST(EncodeAudio, EveryContainerReadsBack) {
+  const int rate = 24000;
+  std::vector<std::int16_t> pcm(rate);  // a second of a 440 Hz tone with a slow swell
+  for (std::size_t i = 0; i < pcm.size(); ++i) {
+    const double t = static_cast<double>(i) / rate;
+    pcm[i] = static_cast<std::int16_t>(std::lround(12000.0 * std::sin(2 * std::numbers::pi * 440 * t) * (0.5 + 0.5 * t)));
+  }
+  const auto rms = [](const std::vector<float>& x, std::size_t from, std::size_t to) {
+    double s = 0;
+    for (std::size_t i = from; i < to; ++i) s += static_cast<double>(x[i]) * x[i];
+    return std::sqrt(s / static_cast<double>(to - from));
+  };
+  std::vector<float> original(pcm.size());
+  for (std::size_t i = 0; i < pcm.size(); ++i) original[i] = static_cast<float>(pcm[i]) / 32768.0f;
+  for (const AudioContainer c : {AudioContainer::kWav, AudioContainer::kFlac, AudioContainer::kMp3,
+                                 AudioContainer::kOggOpus}) {
+    SCOPED_TRACE(std::string(to_string(c)));
+    EXPECT_EQ(parse_audio_container(to_string(c)), c);
+    const std::vector<std::byte> file = encode_audio(pcm, rate, c);
+    const Audio back = read_audio_memory(file, "encoded");
+    EXPECT_EQ(back.sample_rate_hz, rate);
+    if (c == AudioContainer::kWav || c == AudioContainer::kFlac) {
+      ASSERT_EQ(back.samples, original);
+      continue;
+    }
+    // Encoder delay and padding: within two codec frames of the length.
+    EXPECT_NEAR(static_cast<double>(back.samples.size()), static_cast<double>(pcm.size()), 2 * 1152.0);
+    ASSERT_GT(back.samples.size(), 20000u);
+    EXPECT_NEAR(rms(back.samples, 4000, 20000), rms(original, 4000, 20000), 0.1 * rms(original, 4000, 20000));
+  }
+  EXPECT_EQ(content_type(AudioContainer::kMp3), "audio/mpeg");
+  EXPECT_FALSE(parse_audio_container("aac"));
+  const auto refusal = [&](int r, AudioContainer c) -> std::string {
+    try {
+      encode_audio(pcm, r, c);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refusal(22050, AudioContainer::kOggOpus).find("Opus takes"), std::string::npos);
+  EXPECT_NE(refusal(23000, AudioContainer::kMp3).find("MP3 takes"), std::string::npos);
+  EXPECT_NO_THROW(check_container_rate(AudioContainer::kMp3, 22050));
+}
+
 }  // namespace
 }  // namespace brisvox
+

@@ -230,12 +230,15 @@ TEST(OpenAiApi, SpeechRefusals) {
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","voice":"alloy"})").param, "input");
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"robot"})").param, "voice");
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":3,"voice":"alloy"})").param, "input");
-  for (const char* format : {"mp3", "opus", "aac", "flac", "ogg"}) {
+  for (const char* format : {"aac", "ogg", "MP3"}) {
     const OpenAiError e = speech_refusal(
         std::string(R"({"model":"tts-1","input":"Hi.","voice":"alloy","response_format":")") + format + "\"}");
     EXPECT_EQ(e.param, "response_format") << format;
-    EXPECT_NE(e.message.find("wav or pcm"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("mp3, opus, flac, wav or pcm"), std::string::npos) << e.message;
   }
+  EXPECT_NE(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","response_format":"aac"})")
+                .message.find("no AAC encoder"),
+            std::string::npos);
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","speed":0.1})").param, "speed");
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","speed":"fast"})").param, "speed");
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","stream_format":"sse"})").param,

@@ -305,6 +305,96 @@ def test_speech_pcm_transcribes_back(client):
     assert wer(SPEECH, text) <= 0.05, text
 
 
+def test_pipecat_openai_tts_service(client, server):
+    """Pipecat's own OpenAITTSService (unmodified: streamed 24 kHz PCM from /v1/audio/speech) with
+    base_url pointed at brisvox, in a real pipeline: its audio frames transcribe back to the text."""
+    import asyncio
+
+    from pipecat.frames.frames import EndFrame, ErrorFrame, TTSAudioRawFrame, TTSSpeakFrame
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.runner import PipelineRunner
+    from pipecat.pipeline.task import PipelineParams, PipelineTask
+    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+    from pipecat.services.openai.tts import OpenAITTSService
+
+    class Collector(FrameProcessor):
+        def __init__(self):
+            super().__init__()
+            self.pcm, self.errors = bytearray(), []
+
+        async def process_frame(self, frame, direction: FrameDirection):
+            await super().process_frame(frame, direction)
+            if isinstance(frame, TTSAudioRawFrame):
+                self.pcm += frame.audio
+            elif isinstance(frame, ErrorFrame):
+                self.errors.append(frame.error)
+            await self.push_frame(frame, direction)
+
+    async def run():
+        collector = Collector()
+        tts = OpenAITTSService(api_key=TOKEN, base_url=server.url("/v1"), voice="alloy")
+        task = PipelineTask(Pipeline([tts, collector]), params=PipelineParams(audio_out_sample_rate=24000),
+                            enable_rtvi=False, enable_turn_tracking=False, cancel_on_idle_timeout=False)
+
+        async def drive():
+            await task.queue_frame(TTSSpeakFrame(SPEECH))
+            deadline = time.monotonic() + 60
+            while len(collector.pcm) < 24000 * 2 * 3 and time.monotonic() < deadline and not collector.errors:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)  # the rest of the reply
+            await task.queue_frame(EndFrame())
+
+        await asyncio.gather(PipelineRunner(handle_sigint=False).run(task), drive())
+        return collector
+
+    collector = asyncio.run(run())
+    assert not collector.errors, collector.errors
+    text = heard(client, wav_of_pcm(bytes(collector.pcm)))
+    assert wer(SPEECH, text) <= 0.05, text
+
+
+def test_livekit_openai_tts(client, server):
+    """LiveKit's own OpenAI TTS plugin (livekit-plugins-openai, unmodified) with base_url pointed at
+    brisvox: the frames of a synthesize() transcribe back to the text, in its default format (mp3,
+    decoded by the plugin) and in pcm."""
+    import asyncio
+
+    from livekit.plugins import openai as lk_openai
+
+    async def run(**kwargs):
+        tts = lk_openai.TTS(base_url=server.url("/v1"), api_key=TOKEN, model="tts-1", voice="alloy", **kwargs)
+        pcm, rate = bytearray(), None
+        async with tts.synthesize(SPEECH) as stream:
+            async for ev in stream:
+                pcm += ev.frame.data.tobytes()
+                rate = ev.frame.sample_rate
+        await tts.aclose()
+        return bytes(pcm), rate
+
+    for kwargs in ({}, {"response_format": "pcm"}):
+        pcm, rate = asyncio.run(run(**kwargs))
+        assert rate and len(pcm) > rate * 2, kwargs
+        text = heard(client, wav_of_pcm(pcm, rate))
+        assert wer(SPEECH, text) <= 0.05, (kwargs, text)
+
+
+@pytest.mark.parametrize("fmt,magic,content_type", [
+    ("mp3", (b"ID3", b"\xff\xf3", b"\xff\xfb", b"\xff\xf2"), "audio/mpeg"),
+    ("opus", (b"OggS",), "audio/ogg"),
+    ("flac", (b"fLaC",), "audio/flac"),
+])
+def test_speech_compressed_formats_transcribe_back(client, fmt, magic, content_type):
+    r = client.audio.speech.with_raw_response.create(model="tts-1", voice="alloy", input=SPEECH, response_format=fmt)
+    data = r.content
+    assert r.headers["content-type"] == content_type
+    assert data.startswith(magic), data[:8]
+    if fmt == "opus":
+        assert b"OpusHead" in data[:100]
+    # The server reads what it wrote (libsndfile: FLAC, MP3 through mpg123, Ogg Opus).
+    text = client.audio.transcriptions.create(file=(f"speech.{fmt}", data), model="whisper-1").text
+    assert wer(SPEECH, text) <= 0.05, text
+
+
 def test_speech_streams_from_the_first_sentence(client):
     t0 = time.monotonic()
     first = None
@@ -332,8 +422,7 @@ def test_speech_speed(client):
 
 @pytest.mark.parametrize("fields,error,param", [
     ({"voice": "robot"}, openai.BadRequestError, "voice"),
-    ({"response_format": "mp3"}, openai.BadRequestError, "response_format"),
-    ({"response_format": "opus"}, openai.BadRequestError, "response_format"),
+    ({"response_format": "aac"}, openai.BadRequestError, "response_format"),
     ({"stream_format": "sse"}, openai.BadRequestError, "stream_format"),
     ({"speed": 9}, openai.BadRequestError, "speed"),
     ({"model": "tts-9"}, openai.NotFoundError, "model"),

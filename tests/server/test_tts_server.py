@@ -190,7 +190,11 @@ async def test_post_bad_input(c):
     error_of(*post(s, None, raw_body=b"not json")[::2], 400, "bad_request")
     msg = error_of(*post(s, {"txt": "typo"})[::2], 400, "bad_request")
     assert '"txt"' in msg, msg
-    msg = error_of(*post(s, {"text": "Hi.", "format": "mp3"})[::2], 400, "bad_request")
+    msg = error_of(*post(s, {"text": "Hi.", "format": "aac"})[::2], 400, "bad_request")
+    assert '"format" must be' in msg, msg
+    # Opus takes five rates; the voice's own 22050 is not one (refused before any synthesis).
+    msg = error_of(*post(s, {"text": "Hi.", "format": "opus"})[::2], 400, "invalid_argument")
+    assert "Opus takes" in msg, msg
     msg = error_of(*post(s, {"text": "Hi.", "fast_start": "yes"})[::2], 400, "bad_request")
     assert '"fast_start" must be true or false' in msg, msg
     msg = error_of(*post(s, {"text": "Hi.", "sample_rate": 44100})[::2], 400, "invalid_argument")

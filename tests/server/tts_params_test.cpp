@@ -44,7 +44,9 @@ TEST(TtsParams, BadBodiesNameTheKey) {
   EXPECT_NE(error_of([] { parse_tts_body("[1]"); }).find("JSON object"), std::string::npos);
   EXPECT_NE(error_of([] { parse_tts_body("{"); }).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of([] { parse_tts_body(R"({"text":1})"); }).find("\"text\" must be a string"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_tts_body(R"({"text":"a","format":"mp3"})"); }).find("\"format\""), std::string::npos);
+  EXPECT_NE(error_of([] { parse_tts_body(R"({"text":"a","format":"aac"})"); }).find("\"format\""), std::string::npos);
+  EXPECT_EQ(parse_tts_body(R"({"text":"a","format":"opus"})").options.container, AudioContainer::kOggOpus);
+  EXPECT_FALSE(parse_tts_body(R"({"text":"a","format":"mp3"})").options.raw);
   EXPECT_NE(error_of([] { parse_tts_body(R"({"text":"a","sample_rate":1.5})"); }).find("sample_rate"), std::string::npos);
   EXPECT_NE(error_of([] { parse_tts_body(R"({"text":"a","sample_rate":-1})"); }).find("0 to 768000"), std::string::npos);
   EXPECT_NE(error_of([] { parse_tts_body(R"({"text":"a","volume":"loud"})"); }).find("volume"), std::string::npos);
