@@ -68,9 +68,8 @@ std::string openai_speech_to_tts_body(const EngineConfig& engine, std::string_vi
            "response_format");
   }
   const std::string stream_format = string_field("stream_format").value_or("audio");
-  if (stream_format != "audio") {
-    refuse(400, fmt::format("stream_format '{}' is not offered: use audio (pcm is streamed as it is made)",
-                            cut(stream_format)),
+  if (stream_format != "audio" && stream_format != "sse") {
+    refuse(400, fmt::format("Invalid value: '{}'. Supported values are: 'audio' and 'sse'.", cut(stream_format)),
            "stream_format");
   }
   double speed = 1.0;
@@ -82,6 +81,7 @@ std::string openai_speech_to_tts_body(const EngineConfig& engine, std::string_vi
   nlohmann::json tts;
   tts["text"] = *input;
   tts["format"] = format == "pcm" ? "raw" : format;
+  if (stream_format == "sse") tts["stream_format"] = "sse";
   tts["sample_rate"] = kOpenAiSpeechRateHz;
   if (speed != 1.0) tts["length_scale"] = 1.0 / speed;
   return tts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -12,6 +12,7 @@
 #include "brisvox/audio/pcm.h"
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
+#include "server/base64.h"
 #include "server/hangup_watch.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
@@ -20,6 +21,21 @@
 #include "server/tts_params.h"
 
 namespace brisvox::server {
+
+namespace {
+
+// OpenAI's speech events (stream_format "sse"): the audio base64 in speech.audio.delta, then
+// speech.audio.done. Its usage counts tokens; Piper has none: zeros.
+std::string speech_delta_event(std::string_view audio) {
+  return "data: {\"type\":\"speech.audio.delta\",\"audio\":\"" + base64_encode(audio) + "\"}\n\n";
+}
+
+std::string speech_done_event() {
+  return "data: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":0,\"output_tokens\":0,"
+         "\"total_tokens\":0}}\n\n";
+}
+
+}  // namespace
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -125,13 +141,15 @@ void TtsHttpExchange::handle(const Event& e) {
         whole_.insert(whole_.end(), pcm.begin(), pcm.end());
         return;
       }
-      pieces_.push_back(std::move(pcm));
+      std::string bytes(reinterpret_cast<const char*>(pcm.data()), pcm.size() * sizeof(std::int16_t));
+      pieces_.push_back(params_.options.sse ? speech_delta_event(bytes) : std::move(bytes));
       write_next();
       return;
     }
     case EventType::kTtsEnd: {
       ctx_.tts_metrics.utterances_done.fetch_add(1, std::memory_order_relaxed);
       if (streaming_) {
+        if (params_.options.sse) pieces_.push_back(speech_done_event());
         last_queued_ = true;
         write_next();
         return;
@@ -147,7 +165,8 @@ void TtsHttpExchange::handle(const Event& e) {
         res.set(http::field::content_type, "application/octet-stream");
         res.set("X-Brisvox-Encoding", "pcm_s16le");
         res.body().assign(reinterpret_cast<const char*>(whole_.data()), whole_.size() * sizeof(std::int16_t));
-      } else {
+      }
+      if (!params_.options.raw) {
         const AudioContainer container = params_.options.container;
         std::vector<std::byte> file;
         try {
@@ -159,6 +178,10 @@ void TtsHttpExchange::handle(const Event& e) {
         }
         res.set(http::field::content_type, std::string(content_type(container)));
         res.body().assign(reinterpret_cast<const char*>(file.data()), file.size());
+      }
+      if (params_.options.sse) {  // the whole answer as one delta, then the end
+        res.set(http::field::content_type, "text/event-stream");
+        res.body() = speech_delta_event(res.body()) + speech_done_event();
       }
       res.prepare_payload();
       add_cors_headers(ctx_, request_, res);
@@ -194,7 +217,7 @@ void TtsHttpExchange::write_next() {
   if (!header_sent_) {
     header_ = http::response<http::empty_body>{http::status::ok, request_.version()};
     header_.set(http::field::server, "brisvox/" BRISVOX_VERSION);
-    header_.set(http::field::content_type, "application/octet-stream");
+    header_.set(http::field::content_type, params_.options.sse ? "text/event-stream" : "application/octet-stream");
     header_.set(http::field::cache_control, "no-store");
     header_.set("X-Brisvox-Sample-Rate", std::to_string(speech_.sample_rate_hz()));
     header_.set("X-Brisvox-Encoding", "pcm_s16le");
@@ -219,7 +242,7 @@ void TtsHttpExchange::write_next() {
     record_first_audio();
     writing_ = true;
     net::async_write(stream_,
-                     http::make_chunk(net::buffer(writing_piece_.data(), writing_piece_.size() * sizeof(std::int16_t))),
+                     http::make_chunk(net::buffer(writing_piece_.data(), writing_piece_.size())),
                      std::move(handler));
     return;
   }

@@ -86,8 +86,8 @@ class TtsHttpExchange : public EngineListener, public Drainable, public std::ena
   boost::beast::http::response<boost::beast::http::empty_body> header_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::empty_body>> serializer_;
   bool header_sent_ = false;
-  std::deque<std::vector<std::int16_t>> pieces_;
-  std::vector<std::int16_t> writing_piece_;
+  std::deque<std::string> pieces_;  // each one chunk's bytes: PCM, or an event (sse)
+  std::string writing_piece_;
   bool last_queued_ = false;
   bool writing_ = false;
   bool done_ = false;

@@ -118,9 +118,12 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
       r.options.speech.volume = number_of(key, v);
     } else if (key == "fast_start") {
       fast_start = bool_of(key, v);
+    } else if (key == "stream_format") {
+      if (!v.is_string() || (v != "audio" && v != "sse")) fail("\"stream_format\" must be \"audio\" or \"sse\"");
+      r.options.sse = v == "sse";
     } else {
-      fail(fmt::format("unknown key \"{}\" (text, voice, sample_rate, format, length_scale, noise_scale, "
-                       "noise_w_scale, speaker_id, volume, fast_start)",
+      fail(fmt::format("unknown key \"{}\" (text, voice, sample_rate, format, stream_format, length_scale, "
+                       "noise_scale, noise_w_scale, speaker_id, volume, fast_start)",
                        key));
     }
   }

@@ -31,6 +31,9 @@ struct TtsOptions {
   std::string voice;       // as asked ("" when not given): check with voice_matches
   bool raw = false;        // POST: format=raw (chunked pcm_s16le as it is made); else a file:
   AudioContainer container = AudioContainer::kWav;  // the file's container (format=wav|flac|mp3|opus)
+  // POST: stream_format=sse: the audio as server-sent events (OpenAI's speech.audio.delta, base64;
+  // then speech.audio.done), raw pieces as they are made, a file as one delta.
+  bool sse = false;
   std::string tag;         // WebSocket: the client's call id (request_tag.h); "" when not given
 };
 
@@ -40,7 +43,8 @@ struct TtsHttpRequest {
 };
 
 // POST /v1/tts: {"text": "...", "voice", "sample_rate", "format": "wav"|"flac"|"mp3"|"opus"|"raw",
-// "length_scale", "noise_scale", "noise_w_scale", "speaker_id", "volume", "fast_start": true|false};
+// "stream_format": "audio"|"sse", "length_scale", "noise_scale", "noise_w_scale", "speaker_id", "volume",
+// "fast_start": true|false};
 // "text" is required. fast_start defaults to true for "raw" (streamed) and false for a file (sent
 // whole).
 TtsHttpRequest parse_tts_body(std::string_view body);

@@ -241,7 +241,7 @@ TEST(OpenAiApi, SpeechRefusals) {
             std::string::npos);
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","speed":0.1})").param, "speed");
   EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","speed":"fast"})").param, "speed");
-  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","stream_format":"sse"})").param,
+  EXPECT_EQ(speech_refusal(R"({"model":"tts-1","input":"Hi.","voice":"alloy","stream_format":"events"})").param,
             "stream_format");
   EXPECT_EQ(speech_refusal("[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]").status, 400);
   EXPECT_EQ(speech_refusal("not json").status, 400);

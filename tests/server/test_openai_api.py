@@ -11,6 +11,7 @@ client's own exception types, and the server must go on answering.
       BRISVOX_VOICE=third_party/models/piper/en_US-joe-medium.onnx \
       .venv/bin/python -m pytest -q tests/server/test_openai_api.py
 """
+import base64
 import io
 import json
 import os
@@ -395,6 +396,26 @@ def test_speech_compressed_formats_transcribe_back(client, fmt, magic, content_t
     assert wer(SPEECH, text) <= 0.05, text
 
 
+def test_speech_sse_events(client):
+    """stream_format sse: speech.audio.delta events (base64 PCM as each piece is made), then
+    speech.audio.done; their audio transcribes back to the text. A file format comes as one delta."""
+    with client.audio.speech.with_streaming_response.create(model="gpt-4o-mini-tts", voice="alloy", input=LONG_SPEECH,
+                                                             response_format="pcm", stream_format="sse") as r:
+        assert r.headers["content-type"] == "text/event-stream"
+        events = [json.loads(line[len("data: "):]) for line in r.iter_lines() if line.startswith("data: ")]
+    deltas = [e for e in events if e["type"] == "speech.audio.delta"]
+    assert len(deltas) >= 6 and events[-1]["type"] == "speech.audio.done", [e["type"] for e in events]
+    assert set(events[-1]["usage"]) == {"input_tokens", "output_tokens", "total_tokens"}
+    pcm = b"".join(base64.b64decode(d["audio"]) for d in deltas)
+    text = heard(client, wav_of_pcm(pcm))
+    assert wer(LONG_SPEECH, text) <= 0.05, text
+    with client.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=SPEECH,
+                                                             response_format="flac", stream_format="sse") as r:
+        events = [json.loads(line[len("data: "):]) for line in r.iter_lines() if line.startswith("data: ")]
+    assert [e["type"] for e in events] == ["speech.audio.delta", "speech.audio.done"]
+    assert base64.b64decode(events[0]["audio"]).startswith(b"fLaC")
+
+
 def test_speech_streams_from_the_first_sentence(client):
     t0 = time.monotonic()
     first = None
@@ -423,7 +444,7 @@ def test_speech_speed(client):
 @pytest.mark.parametrize("fields,error,param", [
     ({"voice": "robot"}, openai.BadRequestError, "voice"),
     ({"response_format": "aac"}, openai.BadRequestError, "response_format"),
-    ({"stream_format": "sse"}, openai.BadRequestError, "stream_format"),
+    ({"stream_format": "chunks"}, openai.BadRequestError, "stream_format"),
     ({"speed": 9}, openai.BadRequestError, "speed"),
     ({"model": "tts-9"}, openai.NotFoundError, "model"),
 ])
