@@ -15,6 +15,7 @@ give the same words under load), and the server's /metrics against the audio sen
 
   .venv/bin/python scripts/realtime_bench.py --sessions 50 [--brisvox build/release/brisvox]
       [--audio third_party/audio/sample.wav] [--url http://HOST:PORT (a running server)]
+      [--server-args '--stt-threads 2']
 """
 import argparse
 import asyncio
@@ -121,7 +122,7 @@ async def main_async(args):
     server = None
     url = args.url
     if url is None:
-        server = Server(args.brisvox, "--stt-model", "tiny.en")
+        server = Server(args.brisvox, "--stt-model", "tiny.en", *args.server_args.split())
         url = server.url("")
     try:
         received_before = metric(url, "brisvox_audio_samples_received_total")
@@ -177,6 +178,7 @@ def main():
     p.add_argument("--audio", default="third_party/audio/sample.wav")
     p.add_argument("--url", help="a running server (default: start one with --stt-model tiny.en)")
     p.add_argument("--key", default="none", help="the server's --token")
+    p.add_argument("--server-args", default="", help="more options for the server it starts, e.g. '--stt-threads 2'")
     p.add_argument("--no-spread", dest="spread", action="store_false",
                    help="start every session within the first second (their speech ends at the same moments)")
     args = p.parse_args()
