@@ -43,16 +43,25 @@ bool same_pipeline(const EngineConfig& engine, const RealtimeSession& a, const R
       x.vad.params.min_silence_ms != y.vad.params.min_silence_ms) {
     return false;
   }
+  if (x.turn.has_value() != y.turn.has_value() ||
+      (x.turn && x.turn->params.max_silence_ms != y.turn->params.max_silence_ms)) {
+    return false;
+  }
   if (x.stt.has_value() != y.stt.has_value()) return false;
   return !x.stt || (x.stt->model == y.stt->model && x.stt->decode.language == y.stt->decode.language);
 }
 
-// The first configured Whisper model: a session's transcription model until the client names one.
-std::optional<std::string> default_stt_model(const EngineConfig& engine) {
+// The first configured model of a family (Whisper: a session's transcription model until the
+// client names one).
+std::optional<std::string> first_model(const EngineConfig& engine, ModelFamily family) {
   for (const ModelSpec& m : engine.models) {
-    if (m.family == ModelFamily::kWhisper) return m.name;
+    if (m.family == family) return m.name;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> default_stt_model(const EngineConfig& engine) {
+  return first_model(engine, ModelFamily::kWhisper);
 }
 
 std::string trimmed(std::string_view s) {
@@ -80,6 +89,19 @@ StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSe
   c.vad.params.threshold = vad.threshold;
   c.vad.params.speech_pad_ms = vad.prefix_padding_ms;
   c.vad.params.min_silence_ms = vad.silence_duration_ms;
+  if (vad.type == RealtimeVad::Type::kSemanticVad) {
+    const std::optional<std::string> turn_model = first_model(engine, ModelFamily::kSmartTurn);
+    if (!turn_model) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "turn_detection semantic_vad needs Smart Turn: start the server with --turn-model v3.2");
+    }
+    TurnOptions turn;
+    turn.model = *turn_model;
+    turn.params.threshold = vad.threshold;
+    // OpenAI's eagerness is the longest wait for the end of a turn Smart Turn calls incomplete.
+    turn.params.max_silence_ms = vad.eagerness == "low" ? 8000 : vad.eagerness == "high" ? 2000 : 4000;
+    c.turn = turn;
+  }
   if (session.transcription) {
     const std::optional<std::string> model = map_model_name(engine, ModelFamily::kWhisper, session.transcription->model);
     if (!model) {
@@ -352,6 +374,10 @@ void RealtimeHandler::handle_event(const Event& e) {
         speaking_id_ = item.id;
         send(realtime_speech_started(next_event_id(), timeline_ms(e.start_s), item.id));
       }
+      segment_item_id_ = speaking_id_;
+      break;
+    case EventType::kTurnEnd:
+      on_turn_end(e);
       break;
     case EventType::kSpeechEnd:
       on_segment_end(e);
@@ -367,8 +393,7 @@ void RealtimeHandler::handle_event(const Event& e) {
       break;
     case EventType::kOverload:  // the ingress holds audio back; the Realtime API has no such event
     case EventType::kVadProbability:
-    case EventType::kTurnEnd:
-    case EventType::kTurnIncomplete:
+    case EventType::kTurnIncomplete:  // Smart Turn waits on (up to the eagerness's timeout)
     case EventType::kTtsAudio:
     case EventType::kTtsEnd:
     case EventType::kTtsCancelled:
@@ -379,9 +404,32 @@ void RealtimeHandler::handle_event(const Event& e) {
   }
 }
 
+void RealtimeHandler::on_turn_end(const Event& e) {
+  Item* item = find_item(speaking_id_);
+  if (item == nullptr) return;  // a turn end with no item open: nothing was said
+  speaking_id_.clear();
+  if (!item->discarded) {
+    send(realtime_speech_stopped(next_event_id(), timeline_ms(e.end_s), item->id));
+    send(realtime_committed(next_event_id(), item->id, last_committed_id_));
+    last_committed_id_ = item->id;
+  }
+  item->turn_over = true;
+  // The turn's last segment may still be open (the VAD ends it after its own silence).
+  if (segment_item_id_ != item->id) item->closed = true;
+  const auto end_sample = static_cast<std::uint64_t>(std::llround(e.end_s * session_.sample_rate_hz));
+  buffer_start_samples_ = std::max(buffer_start_samples_, std::min(end_sample, stream_samples_));
+  complete_items();
+}
+
 void RealtimeHandler::on_segment_end(const Event& e) {
   Item* item = nullptr;
-  if (session_.turn_detection) {
+  const bool semantic = session_.turn_detection && session_.turn_detection->type == RealtimeVad::Type::kSemanticVad;
+  if (semantic) {
+    // Segments are parts of the turn they began in; the turn's end (Smart Turn's) ends the item.
+    item = find_item(segment_item_id_);
+    if (item == nullptr) item = &new_item();  // an end without its start: cannot happen, but stays whole
+    if (item->turn_over) item->closed = true;
+  } else if (session_.turn_detection) {
     item = find_item(speaking_id_);
     if (item == nullptr) item = &new_item();  // an end without its start: cannot happen, but stays whole
     speaking_id_.clear();
@@ -397,6 +445,7 @@ void RealtimeHandler::on_segment_end(const Event& e) {
   } else {
     item = &uncommitted_item();
   }
+  segment_item_id_.clear();
   item->seconds += e.end_s - e.start_s;
   if (stream_.config().stt) {
     ++item->segments_due;
@@ -464,8 +513,20 @@ void RealtimeHandler::finish_end() {
   stream_samples_ = 0;
   buffer_start_samples_ = 0;
   segments_.clear();  // every transcript came before the end (none is due; defensive)
-  if (Item* item = find_item(speaking_id_)) item->closed = true;
+  if (Item* item = find_item(speaking_id_)) {
+    // A turn Smart Turn had not ended when the stream did: the end of the stream ends it.
+    if (!item->discarded) {
+      send(realtime_speech_stopped(next_event_id(), timeline_ms(static_cast<double>(stream_samples_) /
+                                                                session_.sample_rate_hz),
+                                   item->id));
+      send(realtime_committed(next_event_id(), item->id, last_committed_id_));
+      last_committed_id_ = item->id;
+    }
+    item->closed = true;
+  }
+  if (Item* item = find_item(segment_item_id_)) item->closed = true;
   speaking_id_.clear();
+  segment_item_id_.clear();
   const End done = end_;
   end_ = End::kNone;
   switch (done) {

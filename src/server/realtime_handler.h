@@ -4,8 +4,9 @@
 //
 // Items. OpenAI's unit of transcription is an item: with turn_detection server_vad, each speech
 // segment brisvox's VAD finds is one (speech_started at its start, speech_stopped and committed at
-// its end, its transcript's delta and completed when Whisper has it); with turn_detection null the
-// client's commit closes one, and the transcripts of every segment in it are joined. Transcripts
+// its end, its transcript's delta and completed when Whisper has it); with semantic_vad each turn
+// is one, from its first speech to Smart Turn's end of turn (kTurnEnd), its segments' transcripts
+// joined; with turn_detection null the client's commit closes one, joined the same way. Transcripts
 // come in segment order (the stt stage's), so each is matched to the oldest segment waiting.
 //
 // Ends. A commit, a clear, a session.update that changes the pipeline, and a close all end the
@@ -65,6 +66,7 @@ class RealtimeHandler final : public WsHandler {
     std::string id;
     int segments_due = 0;   // segments whose transcript has not come yet
     bool closed = false;    // no segment will be added
+    bool turn_over = false; // semantic_vad: Smart Turn ended it (its last segment may still be open)
     bool discarded = false; // cleared before it was committed: nothing is sent for it
     bool failed = false;
     std::string error_code;
@@ -84,6 +86,7 @@ class RealtimeHandler final : public WsHandler {
   void update(const RealtimeSession& next, const std::string& client_event_id);
   void handle_event(const Event& e);
   void on_segment_end(const Event& e);
+  void on_turn_end(const Event& e);
   void on_segment_result(const Event& e, const std::optional<Transcript>& transcript);
   void complete_items();
   void on_end_of_stream();
@@ -133,7 +136,8 @@ class RealtimeHandler final : public WsHandler {
 
   std::deque<Item> items_;        // not yet completed, oldest first
   std::deque<Segment> segments_;  // ended, transcript due, oldest first
-  std::string speaking_id_;       // server_vad: the item of the speech in progress
+  std::string speaking_id_;       // the item of the speech (server_vad) or turn (semantic_vad) in progress
+  std::string segment_item_id_;   // the item the VAD segment in progress belongs to
   std::string uncommitted_id_;    // turn_detection null: the item the buffer goes to
   std::string last_committed_id_;
   std::uint64_t num_items_ = 0;

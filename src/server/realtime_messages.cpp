@@ -81,18 +81,25 @@ std::optional<RealtimeProblem> read_turn_detection(const Json& td, RealtimeSessi
   if (type == nullptr || !type->is_string()) {
     return invalid_value(where + ".type", fmt::format("'{}.type' is required: \"server_vad\".", where));
   }
-  if (*type != "server_vad") {
-    if (*type == "semantic_vad") {
-      return RealtimeProblem{"unsupported_value",
-                             "brisvox offers turn_detection type \"server_vad\" (its VAD) or null in a transcription "
-                             "session; \"semantic_vad\" is not offered (docs/OPENAI.md).",
-                             where + ".type"};
-    }
+  if (*type != "server_vad" && *type != "semantic_vad") {
     return invalid_value(where + ".type",
-                         fmt::format("Invalid value: {}. Supported values are: 'server_vad'.",
+                         fmt::format("Invalid value: {}. Supported values are: 'server_vad' and 'semantic_vad'.",
                                      json_quoted(type->get<std::string>())));
   }
   RealtimeVad vad = s.turn_detection.value_or(RealtimeVad{});
+  if (*type == "semantic_vad") {
+    vad.type = RealtimeVad::Type::kSemanticVad;
+    if (const Json* e = field(td, "eagerness")) {
+      if (!e->is_string() || (*e != "low" && *e != "medium" && *e != "high" && *e != "auto")) {
+        return invalid_value(where + ".eagerness", "Invalid value for 'eagerness'. Supported values are: 'low', "
+                                                   "'medium', 'high' and 'auto'.");
+      }
+      vad.eagerness = e->get<std::string>();
+    }
+    s.turn_detection = vad;
+    return std::nullopt;
+  }
+  vad.type = RealtimeVad::Type::kServerVad;
   if (const Json* t = field(td, "threshold")) {
     if (!t->is_number() || !(t->get<double>() >= 0.0 && t->get<double>() <= 1.0)) {
       return invalid_value(where + ".threshold", fmt::format("'{}.threshold' must be a number from 0.0 to 1.0.", where));
@@ -245,7 +252,9 @@ OrderedJson session_object(const RealtimeSession& s, std::string_view session_id
                      {"prompt", s.transcription->prompt}};
   }
   OrderedJson turn = nullptr;
-  if (s.turn_detection) {
+  if (s.turn_detection && s.turn_detection->type == RealtimeVad::Type::kSemanticVad) {
+    turn = {{"type", "semantic_vad"}, {"eagerness", s.turn_detection->eagerness}};
+  } else if (s.turn_detection) {
     turn = {{"type", "server_vad"},
             {"threshold", s.turn_detection->threshold},
             {"prefix_padding_ms", s.turn_detection->prefix_padding_ms},

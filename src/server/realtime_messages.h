@@ -21,12 +21,16 @@
 
 namespace brisvox::server {
 
-// turn_detection {type: "server_vad", ...}: brisvox's VAD segments the audio (docs/OPENAI.md says how
-// the parameters map onto its segmenter).
+// turn_detection {type: "server_vad", ...}: brisvox's VAD segments the audio, each segment an item;
+// {type: "semantic_vad", eagerness}: Smart Turn decides where a turn ends, each turn an item
+// (docs/OPENAI.md says how the parameters map onto brisvox's).
 struct RealtimeVad {
+  enum class Type { kServerVad, kSemanticVad };
+  Type type = Type::kServerVad;
   double threshold = 0.5;
   int prefix_padding_ms = 300;
   int silence_duration_ms = 500;
+  std::string eagerness = "auto";  // semantic_vad: low, medium, high, auto
   bool operator==(const RealtimeVad&) const = default;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/base64.h"
+#include "server/realtime_handler.h"
 #include "server/realtime_messages.h"
 
 namespace brisvox::server {
@@ -78,8 +79,10 @@ TEST(RealtimeMessages, RefusesBadValuesNamingTheParameter) {
        "session.audio.input.format.rate"},
       {R"({"type":"session.update","session":{"audio":{"input":{"format":{"type":"audio/opus"}}}}})",
        "session.audio.input.format.type"},
-      {R"({"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"semantic_vad"}}}}})",
+      {R"({"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"vad"}}}}})",
        "session.audio.input.turn_detection.type"},
+      {R"({"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"semantic_vad","eagerness":"eager"}}}}})",
+       "session.audio.input.turn_detection.eagerness"},
       {R"({"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"server_vad","threshold":1.5}}}}})",
        "session.audio.input.turn_detection.threshold"},
       {R"({"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"server_vad","silence_duration_ms":-1}}}}})",
@@ -102,6 +105,31 @@ TEST(RealtimeMessages, RefusesBadValuesNamingTheParameter) {
   for (const char* bad : {"", "[", "[]", "\"x\"", "{\"type\":1}", "[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]"}) {
     EXPECT_TRUE(parse(bad).problem) << bad;
   }
+}
+
+TEST(RealtimeMessages, SemanticVadIsSmartTurnsAndNeedsItsModel) {
+  const RealtimeClientEvent u = parse(
+      R"({"type":"session.update","session":{"audio":{"input":{"turn_detection":{"type":"semantic_vad","eagerness":"low"}}}}})");
+  ASSERT_FALSE(u.problem) << u.problem->message;
+  ASSERT_TRUE(u.session.turn_detection);
+  EXPECT_EQ(u.session.turn_detection->type, RealtimeVad::Type::kSemanticVad);
+  const json j = json::parse(realtime_session_json(u.session, "sess_1"));
+  EXPECT_EQ(j["audio"]["input"]["turn_detection"], (json{{"type", "semantic_vad"}, {"eagerness", "low"}}));
+
+  EngineConfig engine;  // Silero only
+  try {
+    (void)realtime_stream_config(engine, u.session);
+    FAIL() << "semantic_vad without a Smart Turn model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--turn-model"), std::string::npos) << e.what();
+  }
+  engine.models.push_back(ModelSpec::smart_turn());
+  const StreamConfig c = realtime_stream_config(engine, u.session);
+  ASSERT_TRUE(c.turn);
+  EXPECT_EQ(c.turn->params.max_silence_ms, 8000);  // low: OpenAI's longest wait
+  EXPECT_FALSE(c.stt);                             // no transcription asked for
+  RealtimeSession server_vad;
+  EXPECT_FALSE(realtime_stream_config(engine, server_vad).turn);
 }
 
 TEST(RealtimeMessages, KeepsTheClientsEventIdForItsError) {

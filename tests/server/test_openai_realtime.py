@@ -40,7 +40,7 @@ VAD = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silenc
 
 @pytest.fixture(scope="module")
 def server():
-    s = Server(BRISVOX, "--workers", "1", "--stt-model", "tiny.en", "--token", TOKEN)
+    s = Server(BRISVOX, "--workers", "1", "--stt-model", "tiny.en", "--turn-model", "v3.2", "--token", TOKEN)
     yield s
     s.kill()
     print("\n".join(s.lines[-40:]))
@@ -211,6 +211,35 @@ def test_manual_commit_joins_the_buffer(client, pcm24k, reference24k):
     assert completed[0].transcript == " ".join(s["text"].strip() for s in reference["segments"])
 
 
+def test_semantic_vad_items_are_turns(client, pcm24k, reference24k):
+    """semantic_vad: Smart Turn ends the items; each item's transcript is its segments' joined, so
+    all of them together are the segments' texts in order (the same VAD parameters)."""
+    data, _ = pcm24k
+    with connect(client) as conn:
+        reader = Reader(conn)
+        conn.session.update(session={"type": "transcription", "audio": {"input": {
+            "turn_detection": {"type": "semantic_vad", "eagerness": "high"}}}})
+        updated = [e for e in reader.wait(count("session.updated", 1)) if e.type == "session.updated"][0]
+        td = updated.session.audio.input.turn_detection
+        assert td.type == "semantic_vad" and td.eagerness == "high"
+        append_all(conn, data, 9600)
+        append_all(conn, bytes(24000 * 2 * 3), 9600)  # 3 s of silence: longer than high eagerness's 2 s
+        reader.wait(lambda ev: sum(e.type == "conversation.item.input_audio_transcription.completed" for e in ev)
+                    >= sum(e.type == "input_audio_buffer.speech_started" for e in ev) > 0
+                    and sum(e.type == "input_audio_buffer.committed" for e in ev)
+                    == sum(e.type == "input_audio_buffer.speech_started" for e in ev))
+        events = reader.wait(lambda ev: True)
+    started = [e for e in events if e.type == "input_audio_buffer.speech_started"]
+    completed = [e for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    assert 1 <= len(started) <= len(reference24k["segments"])
+    for item in started:
+        seq = [e.type for e in events if getattr(e, "item_id", None) == item.item_id]
+        assert seq == ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
+                       "input_audio_buffer.committed", "conversation.item.input_audio_transcription.delta",
+                       "conversation.item.input_audio_transcription.completed"], seq
+    assert " ".join(c.transcript for c in completed) == " ".join(s["text"].strip() for s in reference24k["segments"])
+
+
 def test_commit_and_clear(client, pcm24k):
     data, _ = pcm24k
     with connect(client) as conn:
@@ -266,7 +295,8 @@ def test_bad_events_are_errors_and_the_session_goes_on(client, server):
         conn.send({"type": "response.create"})
         conn.input_audio_buffer.append(audio="not base64!", event_id="bad-audio")
         conn.session.update(session={"type": "transcription",
-                                     "audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}})
+                                     "audio": {"input": {"turn_detection": {"type": "semantic_vad",
+                                                                            "eagerness": "eager"}}}})
         conn.session.update(session={"type": "transcription",
                                      "audio": {"input": {"transcription": {"model": "no-such-model"}}}})
         conn.session.update(session={"type": "transcription",
@@ -274,7 +304,7 @@ def test_bad_events_are_errors_and_the_session_goes_on(client, server):
         conn.session.update(session={"type": "realtime"})
         errors = [e.error for e in reader.wait(count("error", 6)) if e.type == "error"]
         assert [e.param for e in errors] == [
-            "type", "audio", "session.audio.input.turn_detection.type",
+            "type", "audio", "session.audio.input.turn_detection.eagerness",
             "session.audio.input.transcription.model", "session.audio.input.format.rate", "session.type"]
         assert errors[1].event_id == "bad-audio"
         assert errors[3].code == "model_not_found"
