@@ -33,9 +33,12 @@ Stream open_engine_stream(ServerContext& ctx, const RealtimeSession& session, st
   return ctx.engine.open_stream(config);
 }
 
-// What the engine does with two sessions' audio is the same: only the prompt or the name of the
-// same model differs.
+// What the engine does with two sessions' audio, and how its events become items, is the same:
+// only the prompt or the name of the same model differs.
 bool same_pipeline(const EngineConfig& engine, const RealtimeSession& a, const RealtimeSession& b) {
+  // Who ends items (the VAD, Smart Turn, the client) changes how the stream's events are read.
+  if (a.turn_detection.has_value() != b.turn_detection.has_value()) return false;
+  if (a.turn_detection && a.turn_detection->type != b.turn_detection->type) return false;
   const StreamConfig x = realtime_stream_config(engine, a);
   const StreamConfig y = realtime_stream_config(engine, b);
   if (a.encoding != b.encoding || x.sample_rate_hz != y.sample_rate_hz) return false;
@@ -245,7 +248,6 @@ void RealtimeHandler::commit(const std::string& client_event_id) {
   // With speech in progress its end (the flush's) commits its item, as the VAD would have.
   buffer_start_samples_ = stream_samples_;
   end_ = End::kCommit;
-  end_client_event_id_ = client_event_id;
 }
 
 void RealtimeHandler::clear() {
@@ -295,7 +297,6 @@ void RealtimeHandler::update(const RealtimeSession& next, const std::string& cli
   const bool untouched = stream_samples_ == 0 && segments_.empty() && !speech_open() && uncommitted_id_.empty();
   next_session_ = next;
   next_stream_ = std::move(opened);
-  end_client_event_id_ = client_event_id;
   end_ = End::kUpdate;
   // Nothing was heard in this stream: the new one simply replaces it.
   if (untouched) finish_end();

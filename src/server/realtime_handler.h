@@ -116,7 +116,6 @@ class RealtimeHandler final : public WsHandler {
 
   End end_ = End::kNone;
   bool flush_called_ = false;
-  std::string end_client_event_id_;
   std::optional<RealtimeSession> next_session_;  // kUpdate: applied with next_stream_ at the end
   Stream next_stream_;
   std::string commit_item_id_;  // kCommit: the item the commit closes at the end

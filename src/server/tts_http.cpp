@@ -171,8 +171,8 @@ void TtsHttpExchange::handle(const Event& e) {
         std::vector<std::byte> file;
         try {
           file = encode_audio(whole_, rate, container);
-        } catch (const Error& e) {  // the rate was checked at the start: libsndfile failed
-          const Refusal r = tts_refusal(e);
+        } catch (const Error& failure) {  // the rate was checked at the start: libsndfile failed
+          const Refusal r = tts_refusal(failure);
           answer(json_error(r.status, r.code, r.message), true);
           return;
         }

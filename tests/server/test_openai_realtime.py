@@ -240,6 +240,29 @@ def test_semantic_vad_items_are_turns(client, pcm24k, reference24k):
     assert " ".join(c.transcript for c in completed) == " ".join(s["text"].strip() for s in reference24k["segments"])
 
 
+def test_turn_detection_changed_mid_speech(client, pcm24k, reference24k):
+    """server_vad -> null in the middle of the first utterance: the update ends the engine stream
+    (the speech so far becomes its item, stopped and committed), then the rest is one manual item.
+    Every item committed is completed; nothing hangs."""
+    data, _ = pcm24k
+    first_end_ms = reference24k["segments"][0]["end"] * 1000
+    with connect(client) as conn:
+        reader = Reader(conn)
+        half = int(first_end_ms / 2 / 1000 * 24000) * 2
+        append_all(conn, data[:half], 9600)
+        conn.session.update(session={"type": "transcription", "audio": {"input": {"turn_detection": None}}})
+        reader.wait(count("session.updated", 1))
+        append_all(conn, data[half:], 9600)
+        conn.input_audio_buffer.commit()
+        events = reader.wait(count("conversation.item.input_audio_transcription.completed", 2))
+    kinds = [e.type for e in events]
+    committed = [e for e in events if e.type == "input_audio_buffer.committed"]
+    completed = [e for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    assert [c.item_id for c in committed] == [c.item_id for c in completed], kinds
+    assert kinds.index("input_audio_buffer.speech_stopped") < kinds.index("session.updated")
+    assert all(c.transcript for c in completed), completed
+
+
 def test_commit_and_clear(client, pcm24k):
     data, _ = pcm24k
     with connect(client) as conn:
