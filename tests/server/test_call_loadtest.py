@@ -21,7 +21,7 @@ def main():
     args = ap.parse_args()
     out = subprocess.run([args.brisvox, "loadtest", "--calls", "--spawn-server", "--server-args",
                           f"--tts-voice {args.voice} --turn-model v3.2 --stt-model tiny.en --tts-workers 1",
-                          "--streams", "3", "--seconds", "20", "--ramp-s", "2", "--json"],
+                          "--streams", "3", "--seconds", "20", "--ramp-s", "2", "--grace-s", "40", "--json"],
                          capture_output=True, text=True, timeout=120)
     print(out.stderr, file=sys.stderr)
     r = json.loads(out.stdout)
