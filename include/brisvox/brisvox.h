@@ -201,8 +201,9 @@ typedef struct brisvox_stream_options {
    * ends, and a BRISVOX_EVENT_TRANSCRIPT follows its SPEECH_END (read it with
    * brisvox_stream_read_transcript). Segments are then at most 30 s (max_speech_s is capped). */
   int32_t transcripts;        /* nonzero: TRANSCRIPT events; default 0 */
-  const char* language;       /* Whisper's language code ("en", "de", ...); NULL (default): "en".
-                               * English-only models take "en" or "". There is no detection. */
+  const char* language;       /* Whisper's language code ("en", "de", ...); NULL or "" (default):
+                               * detected from the speech by a multilingual model (on the stream's
+                               * first segment, then kept); English-only models take "en" or "". */
   int32_t stt_window;         /* a brisvox_stt_window; default BRISVOX_STT_WINDOW_FULL */
   /* Added in API version 4 (an earlier struct_size is accepted, with this at its default). The rate
    * Silero VAD runs at: 0 (default) the 16 kHz model for every input rate, 8 kHz upsampled (the
@@ -341,7 +342,8 @@ typedef struct brisvox_transcript {
   float no_speech_prob;
   int32_t no_speech;    /* nonzero: Whisper's no-speech rule fired: the segment holds no speech */
   int32_t hit_token_limit; /* nonzero: decoding stopped at the token limit (the text may be cut) */
-  char language[16];    /* the language it was decoded in (the stream's `language`), NUL-terminated */
+  char language[16];    /* the language it was decoded in (the stream's `language`, or the detected
+                         * one), NUL-terminated */
 } brisvox_transcript;
 
 /* Reads the transcript of a TRANSCRIPT event that brisvox_stream_poll returned into *transcript

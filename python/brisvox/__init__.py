@@ -138,10 +138,12 @@ def transcribe(path: "str | _os.PathLike[str]", *, stt_model: str = "tiny.en", v
     """The transcript of an audio file (WAV, FLAC, Ogg, ... at any rate): the document that
     `brisvox transcribe --format json FILE` prints, parsed.
 
-    {"file": path, "duration": s, "text": "...", "segments": [{"start": s, "end": s, "text": "..."}, ...]}
+    {"file": path, "duration": s, "language": "en", "language_probability": p, "text": "...",
+     "segments": [{"start": s, "end": s, "text": "..."}, ...]}
     The segments are the VAD's (at most 30 s each), each transcribed by Whisper on its own. params:
-    language (for multilingual models), window ('full' or 'fit') and the segmenter options of
-    Engine.open_stream (threshold, min_speech_ms, ...). stt_model: 'tiny.en' or a converted Whisper
+    language (a multilingual model detects it without one), language_detection ('first': the first
+    segment's for the file, or 'each'), window ('full' or 'fit') and the segmenter options of
+    Engine.open_stream (threshold, min_speech_ms, ...). stt_model: 'tiny.en', 'base' or a converted Whisper
     folder (docs/MODELS.md). Runs on shared_engine(vad_model, stt_model=stt_model,
     admission_control=False), as `brisvox transcribe` runs its engine.
     """

@@ -84,6 +84,10 @@ class Event:
     def no_speech(self) -> Optional[bool]: ...
     @property
     def avg_logprob(self) -> Optional[float]: ...
+    @property
+    def language(self) -> Optional[str]: ...
+    @property
+    def language_probability(self) -> Optional[float]: ...
 
 class Stream:
     def push(self, samples: Samples) -> int: ...
@@ -185,7 +189,8 @@ class _StreamOptions(TypedDict, total=False):
     turn_threshold: float  # 0.5
     turn_wait_for_verdict: bool  # False
     transcripts: bool  # False
-    language: str  # "en"
+    language: str  # "": detected by a multilingual model ("auto" too); English-only models: "en"
+    language_detection: Literal["first", "each"]  # "first"
     window: Literal["full", "fit"]  # "full"
 
 class _CallOptions(_StreamOptions, total=False):

@@ -19,6 +19,7 @@
 #include "brisvox/error.h"
 #include "brisvox/latency_histogram.h"
 #include "brisvox/models/model_paths.h"
+#include "brisvox/models/stt/whisper_model.h"
 #include "brisvox/models/turn/smart_turn.h"
 #include "brisvox/models/turn/turn_features.h"
 #include "brisvox/models/vad/silero_vad.h"
@@ -159,6 +160,40 @@ Json check_turn_model(std::string_view alias) {
   return m;
 }
 
+// A bundled Whisper model: is it there, does it load, what it is. Not timed (loading is seconds).
+// Absent is not a failure (tiny.en alone serves every default); present and broken is.
+Json check_stt_model(std::string_view alias, bool& ok) {
+  Json m;
+  m["model"] = alias;
+  std::string path;
+  try {
+    path = resolve_stt_model(alias);
+  } catch (const Error& e) {
+    m["present"] = false;
+    m["loads"] = false;
+    m["error"] = e.what();
+    return m;
+  }
+  m["present"] = true;
+  m["path"] = path;
+  try {
+    const WhisperModel model = WhisperModel::load(path);
+    const WhisperConfig& c = model.config();
+    m["loads"] = true;
+    m["layout"] = to_string(model.layout());
+    m["multilingual"] = c.multilingual;
+    m["languages"] = c.multilingual ? static_cast<int>(c.languages.size()) : 1;
+    m["layers"] = c.dims.n_text_layer;
+    m["width"] = c.dims.n_text_state;
+    m["vocabulary"] = c.dims.n_vocab;
+  } catch (const Error& e) {
+    m["loads"] = false;
+    m["error"] = e.what();
+    ok = false;
+  }
+  return m;
+}
+
 int run_doctor(bool as_json, int runs) {
   Json report;
   report["brisvox_version"] = BRISVOX_VERSION;
@@ -207,6 +242,11 @@ int run_doctor(bool as_json, int runs) {
     all_ok = all_ok && turn_models.back()["loads"].get<bool>();
   }
   report["turn_models"] = turn_models;
+  Json stt_models = Json::array();
+  for (std::string_view alias : {"tiny.en", "tiny.en-int8", "base", "base-int8"}) {
+    stt_models.push_back(check_stt_model(alias, all_ok));
+  }
+  report["stt_models"] = stt_models;
   if (as_json) {
     fmt::print("{}\n", report.dump(2));
     return all_ok ? kExitOk : kExitInputFailed;
@@ -259,6 +299,18 @@ int run_doctor(bool as_json, int runs) {
     }
     fmt::print("  one analysis (features + model, 1 thread): p50 {:.1f} ms ({} analyses), +{} threads\n",
                m["analysis_ms_p50"].get<double>(), m["analyses"].get<int>(), m["threads_added"].get<int>());
+  }
+  for (const auto& m : stt_models) {
+    fmt::print("\nWhisper {}: ", m["model"].get<std::string>());
+    if (!m["loads"].get<bool>()) {
+      fmt::print("{}: {}\n", m["present"].get<bool>() ? "FAILED" : "not installed", m["error"].get<std::string>());
+      continue;
+    }
+    fmt::print("{}\n  {} layout, {} decoder layers of width {}, {}\n", m["path"].get<std::string>(),
+               m["layout"].get<std::string>(), m["layers"].get<int>(), m["width"].get<int>(),
+               m["multilingual"].get<bool>() ? fmt::format("multilingual ({} languages, detected unless given)",
+                                                           m["languages"].get<int>())
+                                             : std::string("English only"));
   }
   return all_ok ? kExitOk : kExitInputFailed;
 }

@@ -19,8 +19,9 @@ struct TranscribeOptions {
   FileOptions files;
   std::string model = "tiny.en";
   std::string format = "json";
-  std::string language = "en";
+  std::string language;
   std::string window = "full";
+  std::string language_detection = "first";
   std::string vad_model = "v6";
   SegmenterParams vad;
   int model_rate_hz = 0;
@@ -64,6 +65,7 @@ int run_transcribe(const TranscribeOptions& o) {
   run_options.stream.stt = SttOptions{};
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
+  run_options.stream.stt->language_detection = *parse_language_detection(o.language_detection);
   // Each file in flight keeps 30 s of history; the Whisper slots are the bottleneck anyway.
   run_options.max_open = static_cast<std::size_t>(engine.config().model("stt").max_pending) + 2;
   ResultWriter writer;
@@ -85,14 +87,21 @@ Command add_transcribe_command(CLI::App& app) {
       "Examples:\n"
       "  brisvox transcribe call.wav\n"
       "  brisvox transcribe --format srt lecture.flac > lecture.srt\n"
-      "  brisvox transcribe --model /models/whisper-base --language de interview.wav\n"
+      "  brisvox transcribe --model base interview.wav        (language detected)\n"
+      "  brisvox transcribe --model base-int8 --language de interview.wav\n"
       "  brisvox transcribe --raw-encoding mulaw --raw-rate 8000 call.ul");
   add_file_options(app, o->files, "Audio files (any rate; 8 kHz telephony works)");
   app.add_option("--model", o->model,
-                 "Whisper model: tiny.en or tiny.en-int8 (bundled) or a folder in brisvox's, sherpa-onnx's or Optimum's layout")
+                 "Whisper model: tiny.en, tiny.en-int8, base or base-int8 (bundled) or a folder in brisvox's, sherpa-onnx's or Optimum's layout")
       ->capture_default_str();
   app.add_option("--format", o->format, "json, txt, srt or vtt")->capture_default_str();
-  app.add_option("--language", o->language, "Language code for multilingual models (en, de, ...)")->capture_default_str();
+  app.add_option("--language", o->language,
+                 "Language code for multilingual models (en, de, ...); default: detected from the speech")
+      ->capture_default_str();
+  app.add_option("--language-detection", o->language_detection,
+                 "Without --language: detect on a file's first segment and keep it (first), or on each segment (each)")
+      ->check(CLI::IsMember({"first", "each"}))
+      ->capture_default_str();
   app.add_option("--window", o->window,
                  "Encoder window: full (30 s, what Whisper was trained on) or fit (cut to the segment, at least 10 s)")
       ->capture_default_str();

@@ -56,12 +56,20 @@ std::string transcript_text(const OfflineResult& r) {
   return text;
 }
 
+const Transcript* first_transcript(const OfflineResult& r) {
+  return r.transcripts.empty() ? nullptr : &r.transcripts.front().transcript;
+}
+
 std::string transcript_json(const OfflineResult& r) {
   using Json = nlohmann::ordered_json;
   Json j;
   j["file"] = r.file;
   if (r.channel >= 0) j["channel"] = r.channel;
   j["duration"] = r.duration_s;
+  if (const Transcript* first = first_transcript(r)) {
+    j["language"] = first->language;
+    j["language_probability"] = first->language_probability;
+  }
   j["text"] = transcript_text(r);
   j["segments"] = Json::array();
   for (const TranscriptSegment& seg : r.transcripts) {

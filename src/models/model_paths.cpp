@@ -87,9 +87,10 @@ std::string resolve_vad_model(std::string_view name_or_path) {
 }
 
 std::string resolve_stt_model(std::string_view name_or_path) {
-  // tiny.en-int8: the same weights with the linear layers as 8-bit blocks (scripts/setup.sh,
-  // tools/whisper/weight_quant.py).
-  if (name_or_path == "tiny.en" || name_or_path == "tiny.en-int8") {
+  // -int8: the same weights with the linear layers as 8-bit blocks (scripts/setup.sh,
+  // tools/whisper/weight_quant.py). base and base-int8: multilingual (docs/MODELS.md).
+  if (name_or_path == "tiny.en" || name_or_path == "tiny.en-int8" || name_or_path == "base" ||
+      name_or_path == "base-int8") {
     const std::string folder = fmt::format("{}/whisper-{}", models_dir(), name_or_path);
     if (!file_exists(folder)) {
       throw Error(ErrorCode::kIo, missing_bundled(fmt::format("bundled Whisper model '{}'", name_or_path), folder));
@@ -98,8 +99,8 @@ std::string resolve_stt_model(std::string_view name_or_path) {
   }
   std::string folder(name_or_path);
   if (!file_exists(folder)) {
-    throw Error(ErrorCode::kIo, fmt::format("Whisper model folder '{}' not found (use tiny.en, tiny.en-int8 or the path of a folder "
-                                            "in brisvox's, sherpa-onnx's or Optimum's layout)",
+    throw Error(ErrorCode::kIo, fmt::format("Whisper model folder '{}' not found (use tiny.en, tiny.en-int8, base, base-int8 or "
+                                            "the path of a folder in brisvox's, sherpa-onnx's or Optimum's layout)",
                                             folder));
   }
   return folder;

@@ -50,7 +50,8 @@ Json stream_config(const AudioRequest& request, const StreamConfig& s) {
   }
   if (s.stt) {
     c["events"].push_back("transcript");
-    c["language"] = s.stt->decode.language;
+    c["language"] = s.stt->decode.language.empty() ? "auto" : s.stt->decode.language;
+    c["language_detection"] = to_string(s.stt->language_detection);
     c["window"] = to_string(s.stt->window);
   }
   c["threshold"] = p.threshold;
@@ -149,6 +150,8 @@ std::string transcript_message(double start_s, double end_s, const Transcript& t
   j["avg_logprob"] = t.avg_logprob;
   j["no_speech_prob"] = t.no_speech_prob;
   j["no_speech"] = t.no_speech;
+  j["language"] = t.language;
+  j["language_probability"] = t.language_probability;
   return dump(j);
 }
 

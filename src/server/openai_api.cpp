@@ -277,7 +277,11 @@ OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFor
   }
   Json j;
   j["task"] = "transcribe";
-  j["language"] = std::string(openai_language_name(language.empty() ? "en" : language));
+  // The language given, else the one the recording was decoded in (detected by a multilingual
+  // model); "" for a recording without speech and no language given.
+  const Transcript* first = first_transcript(result);
+  if (language.empty() && first != nullptr) language = first->language;
+  j["language"] = std::string(openai_language_name(language));
   j["duration"] = result.duration_s;
   j["text"] = transcript_text(result);
   j["segments"] = std::move(segments);

@@ -152,8 +152,14 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
     } else if (key == "name" && !live) {
       r.name = value;
     } else if (key == "language") {
-      if (value.empty() || value.size() > 8) fail(fmt::format("query key 'language' must be a language code such as en, got '{}'", value));
+      if (value.empty() || value.size() > 8) {
+        fail(fmt::format("query key 'language' must be a language code such as en, or auto, got '{}'", value));
+      }
       stt.decode.language = value;
+    } else if (key == "language_detection") {
+      const auto d = parse_language_detection(value);
+      if (!d) fail(fmt::format("query key 'language_detection' must be first or each, got '{}'", value));
+      stt.language_detection = *d;
     } else if (key == "window") {
       if (value == "full") stt.window = WhisperWindow::kFull;
       else if (value == "fit") stt.window = WhisperWindow::kFit;
@@ -187,7 +193,7 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
                       "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
                       "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, stop_ms, pre_speech_ms, "
-                      "max_silence_ms, turn_threshold, language, window, tag{}",
+                      "max_silence_ms, turn_threshold, language, language_detection, window, tag{}",
                       key, live ? "" : "name, ", other_keys.empty() ? "" : fmt::format(", {}", other_keys)));
     }
   }

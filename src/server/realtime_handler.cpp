@@ -116,8 +116,8 @@ StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSe
     }
     SttOptions stt;
     stt.model = *model;
-    // No language detection yet: a multilingual model is told the language, English by default.
-    stt.decode.language = session.transcription->language.empty() ? "en" : session.transcription->language;
+    // Without a language a multilingual model detects it (on the session's first item).
+    stt.decode.language = session.transcription->language;
     c.stt = std::move(stt);
   }
   c.validate();

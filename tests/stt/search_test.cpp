@@ -73,8 +73,6 @@ TEST(WhisperGreedySearch, RefusesWhatTheModelCannotDo) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("en,de"), std::string::npos) << e.what();
   }
-  o.language = "";
-  EXPECT_THROW(WhisperGreedySearch(config(true), o), Error);  // no language detection
   o.language = "de";
   EXPECT_THROW(WhisperGreedySearch(config(false), o), Error);  // English-only
   o = {};
@@ -86,6 +84,77 @@ TEST(WhisperGreedySearch, RefusesWhatTheModelCannotDo) {
   o = {};
   o.max_new_tokens = 40;  // 2 prompt tokens + 40 - 1 > 40 positions
   EXPECT_THROW(WhisperGreedySearch(config(false), o), Error);
+}
+
+TEST(WhisperSequence, WithoutALanguageTheStartStepDetectsIt) {
+  for (const std::string language : {"", "auto"}) {
+    WhisperDecodeOptions o;
+    o.language = language;
+    const WhisperGreedySearch search(config(true), o);
+    EXPECT_TRUE(search.detects_language());
+    WhisperSequence seq(search);
+    EXPECT_EQ(seq.language(), "");
+    // <|de|> beats <|en|> by 1; a text token's larger logit does not count (the softmax is over
+    // the language tokens alone, as CTranslate2's detect_language).
+    std::vector<float> l(kVocab, 0.0f);
+    l[kEn] = 2.0f;
+    l[kDe] = 3.0f;
+    l[5] = 9.0f;
+    seq.consume(l);
+    EXPECT_EQ(seq.next_token(), kDe);
+    EXPECT_EQ(seq.language(), "de");
+    EXPECT_EQ(seq.language_token(), kDe);
+    const double p_de = std::exp(3.0) / (std::exp(3.0) + std::exp(2.0));
+    EXPECT_NEAR(seq.language_probability(), p_de, 1e-6);
+    ASSERT_EQ(seq.language_probabilities().size(), 2u);
+    EXPECT_NEAR(seq.language_probabilities()[0], 1.0 - p_de, 1e-6);
+    feed(seq, favour(0));  // <|de|> fed: the task next, then <|notimestamps|>
+    EXPECT_EQ(seq.next_token(), kTranscribe);
+    // A new segment detects again.
+    seq.reset();
+    EXPECT_EQ(seq.language(), "");
+    l[kEn] = 4.0f;
+    seq.consume(l);
+    EXPECT_EQ(seq.language(), "en");
+  }
+}
+
+TEST(WhisperSequence, AGivenOrSharedLanguageIsNotDetected) {
+  WhisperDecodeOptions o;
+  o.language = "en";
+  const WhisperGreedySearch given(config(true), o);
+  EXPECT_FALSE(given.detects_language());
+  WhisperSequence a(given);
+  EXPECT_EQ(a.language(), "en");
+  feed(a, favour(kDe));
+  EXPECT_EQ(a.next_token(), kEn);
+  EXPECT_EQ(a.language_probability(), 1.0f);
+
+  // A recording's later window (a stream's later segment) takes the first one's language, before
+  // or after its own start step, but not once its language token was fed.
+  const WhisperGreedySearch detect(config(true), {});
+  WhisperSequence b(detect);
+  b.set_language(kDe, 0.75f);
+  feed(b, favour(kEn));
+  EXPECT_EQ(b.next_token(), kDe);
+  EXPECT_EQ(b.language_probability(), 0.75f);
+  WhisperSequence c(detect);
+  feed(c, favour(kEn));
+  EXPECT_EQ(c.next_token(), kEn);
+  c.set_language(kDe, 0.5f);
+  EXPECT_EQ(c.next_token(), kDe);
+  EXPECT_EQ(c.language(), "de");
+  feed(c, favour(0));
+  EXPECT_THROW(c.set_language(kEn, 1.0f), Error);
+  EXPECT_THROW(b.set_language(kTranscribe, 1.0f), Error);  // not a language
+
+  // English-only models: "en", never detected, and no language token to set.
+  const WhisperGreedySearch en(config(false), {});
+  EXPECT_FALSE(en.detects_language());
+  WhisperSequence d(en);
+  EXPECT_EQ(d.language(), "en");
+  EXPECT_EQ(d.language_probability(), 1.0f);
+  EXPECT_THROW(d.set_language(kEn, 1.0f), Error);
 }
 
 TEST(WhisperSequence, NoSpeechProbabilityIsTheSoftmaxOfTheRawLogitsAfterSot) {

@@ -162,6 +162,10 @@ struct SttOptions {
   // again in the full window.
   bool fit_fallback = true;
   WhisperDecodeOptions decode;  // language, task, suppression, token limit, no-speech thresholds
+  // Without decode.language on a multilingual model: the language detected on the stream's first
+  // segment is kept for the rest (kFirst; segments already in the decoder then detect their
+  // own), or each segment detects its own (kEach).
+  WhisperLanguageDetection language_detection = WhisperLanguageDetection::kFirst;
 };
 
 struct StreamConfig {

@@ -15,6 +15,11 @@ struct Transcript {
   bool no_speech = false;     // Whisper's no-speech rule fired: the segment holds no speech
   bool hit_token_limit = false;  // the decoder stopped at its token limit, not at <|endoftext|>
   int window_frames = 0;      // the encoder window it was decoded in (3000 = 30 s)
+  // The language it was decoded in: the stream's given one, the detected one (multilingual models
+  // without a language), or "en" (English-only models); and its detection probability (1 when
+  // given).
+  std::string language;
+  float language_probability = 1.0f;
 };
 
 }  // namespace brisvox

@@ -29,11 +29,16 @@ inline std::string result_json(const OfflineResult& result, std::initializer_lis
 
 // The transcription document of one result (`brisvox transcribe --format json`, POST
 // /v1/transcribe), on one line without its newline:
-//   {"file":...,"duration":s,"text":"...","segments":[{"start":s,"end":s,"text":"..."},...]}
+//   {"file":...,"duration":s,"language":"en","language_probability":p,"text":"...",
+//    "segments":[{"start":s,"end":s,"text":"..."},...]}
+// "language" and "language_probability": the first transcript's (absent without any).
 // "text" joins the segments' texts with spaces; each text is trimmed of surrounding whitespace;
 // segments without speech (Whisper's no-speech rule) are left out.
 std::string transcript_json(const OfflineResult& result);
 // The recording's whole text (as "text" above).
 std::string transcript_text(const OfflineResult& result);
+// The recording's language: its first transcript's (the given, detected or "en"), and that
+// transcript's detection probability; nullptr without any transcript.
+const Transcript* first_transcript(const OfflineResult& result);
 
 }  // namespace brisvox

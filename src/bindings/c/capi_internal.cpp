@@ -164,6 +164,7 @@ void write_transcript(brisvox_transcript* out, const brisvox_event& event, const
   r.struct_size = size;
   r.start_s = event.start_s;
   r.end_s = event.end_s;
+  if (t && !t->language.empty()) language = t->language;  // detected, or the given one
   const std::size_t n = std::min(language.size(), sizeof(r.language) - 1);
   std::memcpy(r.language, language.data(), n);
   if (t) {

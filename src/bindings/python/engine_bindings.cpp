@@ -642,6 +642,17 @@ void bind_engine(nb::module_& m) {
                      return e.transcript ? std::optional(e.transcript->avg_logprob) : std::nullopt;
                    },
                    "TRANSCRIPT: the mean log-probability of its tokens")
+      .def_prop_ro("language",
+                   [](const PyEvent& e) -> std::optional<std::string> {
+                     return e.transcript ? std::optional(e.transcript->language) : std::nullopt;
+                   },
+                   "TRANSCRIPT: the language it was decoded in: the stream's language, the detected one "
+                   "(a multilingual model without one), or 'en' (English-only models)")
+      .def_prop_ro("language_probability",
+                   [](const PyEvent& e) -> std::optional<float> {
+                     return e.transcript ? std::optional(e.transcript->language_probability) : std::nullopt;
+                   },
+                   "TRANSCRIPT: the detection probability of its language (1.0 when the language was given)")
       .def("__repr__", &event_repr);
 
   nb::class_<PyStream> stream(m, "Stream",

@@ -30,7 +30,7 @@ constexpr const char* kStreamNames =
     "sample_rate, buffer_ms, model_rate, threshold, neg_threshold, min_speech_ms, min_silence_ms, speech_pad_ms, "
     "max_speech_s, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, emit_probabilities, turn, "
     "turn_stop_ms, turn_pre_speech_ms, turn_max_silence_ms, turn_threshold, turn_wait_for_verdict, transcripts, "
-    "language, window";
+    "language, language_detection, window";
 constexpr const char* kCallNames =
     "voice_options, volume, fast_start, speech_sample_rate, max_queued, barge_in, barge_in_min_speech_ms, "
     "barge_in_on_turn_end, playout_lead_ms";
@@ -73,6 +73,7 @@ class StreamParse {
     else if (key == "transcripts") o_.transcripts = flag();
     else if (key == "language") stt_.decode.language = value_of<std::string>(v, key, function_, "a str");
     else if (key == "window") stt_.window = window(value_of<std::string>(v, key, function_, "a str"));
+    else if (key == "language_detection") stt_.language_detection = detection(value_of<std::string>(v, key, function_, "a str"));
     else return false;
     return true;
   }
@@ -86,6 +87,11 @@ class StreamParse {
   }
 
  private:
+  WhisperLanguageDetection detection(const std::string& name) const {
+    if (const auto d = parse_language_detection(name)) return *d;
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: language_detection must be 'first' or 'each', got '{}'", function_, name));
+  }
   WhisperWindow window(const std::string& name) const {
     if (name == "full") return WhisperWindow::kFull;
     if (name == "fit") return WhisperWindow::kFit;

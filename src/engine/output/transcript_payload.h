@@ -15,8 +15,10 @@ struct TranscriptHeader {
   float no_speech_prob;
   std::uint32_t flags;  // kNoSpeech | kHitTokenLimit
   std::int32_t window_frames;
+  float language_probability;
+  char language[12];  // the code, NUL-padded (Whisper's longest is 3 bytes)
 };
-static_assert(sizeof(TranscriptHeader) == 16);
+static_assert(sizeof(TranscriptHeader) == 32);
 
 // Everything of `t` but its text.
 TranscriptHeader transcript_header(const Transcript& t) noexcept;

@@ -155,11 +155,13 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
   }
   if (r.key != decode_key_) {  // encoded: decode from the next step on
     r.sequence.emplace(r.stage->search());
+    r.stage->adopt_language(*r.sequence);
     r.key = decode_key_;
     return true;
   }
   WhisperSequence& seq = *r.sequence;
   seq.consume(decoder_.logits(r.lane));
+  if (seq.position() == 1) r.stage->note_language(seq);  // the start step: detected, if detecting
   if (!seq.done()) return true;
   if (seq.hit_token_limit() && r.window_frames < full_frames_ && r.stage->options().fit_fallback) {
     // Whisper repeated itself in the cut window: the full window, from the encoder on.
@@ -176,6 +178,8 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
   t.no_speech = seq.no_speech();
   t.hit_token_limit = seq.hit_token_limit();
   t.window_frames = r.window_frames;
+  t.language = seq.language();
+  t.language_probability = seq.language_probability();
   t.text.clear();
   if (!t.no_speech) t.text = model_->decode(seq.tokens());
   finish(r);
@@ -195,6 +199,23 @@ void SttAdapter::finish(SttRequest& r) {
   }
   // Its VAD worker alone writes the stream's events; the request keeps the stream alive.
   s.vad_pool->schedule(&s);
+}
+
+void SttStage::adopt_language(WhisperSequence& seq) const noexcept {
+  if (!search_.detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
+  const int token = language_token_.load(std::memory_order_acquire);
+  // set_language cannot throw here: a fresh sequence, a token this model detected.
+  if (token >= 0) seq.set_language(token, language_probability_.load(std::memory_order_relaxed));
+}
+
+void SttStage::note_language(const WhisperSequence& seq) noexcept {
+  if (!search_.detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
+  if (language_token_.load(std::memory_order_acquire) >= 0) return;
+  // Two segments detecting at once: the first to get here wins; both keep what they detected.
+  std::lock_guard lock(mu_);
+  if (language_token_.load(std::memory_order_relaxed) >= 0) return;
+  language_probability_.store(seq.language_probability(), std::memory_order_relaxed);
+  language_token_.store(seq.language_token(), std::memory_order_release);
 }
 
 bool SttStage::deliver(SttRequest& r) {

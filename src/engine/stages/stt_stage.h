@@ -84,6 +84,10 @@ class SttStage final : public Stage {
 
   const SttOptions& options() const noexcept { return options_; }
   const WhisperGreedySearch& search() const noexcept { return search_; }
+  // kFirst detection (the stt worker's side): a new sequence takes the stream's language once one
+  // was detected; the first detection is kept. Any thread.
+  void adopt_language(WhisperSequence& seq) const noexcept;
+  void note_language(const WhisperSequence& seq) noexcept;
   // The stt worker's side (SttAdapter): a request's result is ready. False when the stream was
   // retired meanwhile (nobody reads it: the caller gives the slot back).
   bool deliver(SttRequest& r);
@@ -103,6 +107,10 @@ class SttStage final : public Stage {
   std::int64_t deferred_start_ = 0;   // its span, model-rate samples
   std::int64_t deferred_end_ = 0;
   std::atomic<int> in_flight_{0};     // requests submitted and not yet emitted
+  // kFirst detection: the stream's language token (-1 until detected) and its probability, the
+  // token published after the probability.
+  std::atomic<int> language_token_{-1};
+  std::atomic<float> language_probability_{0.0f};
   // Mailbox: requests whose result is ready (their worker), taken by the VAD worker.
   std::mutex mu_;
   std::vector<SttRequest*> done_;  // capacity: the pool's request slots (mu_)

@@ -6,8 +6,12 @@
 //   1. The prompt is fed one token per step: <|startoftranscript|>, then for multilingual models
 //      the language and the task token, then <|notimestamps|> unless timestamps are on. The
 //      logits after <|startoftranscript|> give the no-speech probability: softmax over the raw
-//      logits at <|nospeech|> (<|nocaptions|>), as Whisper computes it. The logits after the
-//      last prompt token give the first sampled token.
+//      logits at <|nospeech|> (<|nocaptions|>), as Whisper computes it. When no language is
+//      given, the same logits detect it: softmax over the language tokens' logits alone, the most
+//      probable one fed next (CTranslate2's Whisper::detect_language, which faster-whisper calls
+//      on the window's encoder output; the decoder is causal, so detecting in the first step of
+//      the decode equals a separate detection run). The logits after the last prompt token give
+//      the first sampled token.
 //   2. Each sampled step: the suppressed tokens get -inf (suppress_tokens, -1 = the model's
 //      default list; at the first sampled token also " " and <|endoftext|> when suppress_blank;
 //      with timestamps, CTranslate2's ApplyTimestampRules: no <|notimestamps|>, a timestamp
@@ -27,8 +31,10 @@
 // token buffer: reset() and consume() never allocate. One thread at a time per sequence.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brisvox/models/stt/whisper_config.h"
@@ -37,10 +43,19 @@ namespace brisvox {
 
 enum class WhisperTask { kTranscribe, kTranslate };
 
+// When the language is detected: on the first window of a recording (the first segment of a
+// stream) and kept for the rest, as faster-whisper's transcribe does (language_detection_segments
+// = 1), or on each window (segment) for itself: callers who switch languages mid-call.
+enum class WhisperLanguageDetection { kFirst, kEach };
+std::string_view to_string(WhisperLanguageDetection d) noexcept;
+// "first" or "each"; nullopt otherwise.
+std::optional<WhisperLanguageDetection> parse_language_detection(std::string_view name) noexcept;
+
 struct WhisperDecodeOptions {
-  // Multilingual models: the language code ("en", "de", ...). English-only models accept "en"
-  // or "" (and ignore it); there is no language detection yet.
-  std::string language = "en";
+  // Multilingual models: the language code ("en", "de", ...), or "" (also "auto") to detect it
+  // from the audio. English-only models accept "en", "" or "auto" and report "en" with
+  // probability 1 (as faster-whisper does).
+  std::string language;
   WhisperTask task = WhisperTask::kTranscribe;
   bool timestamps = false;  // faster-whisper's without_timestamps = !timestamps
   bool suppress_blank = true;
@@ -63,6 +78,8 @@ class WhisperGreedySearch {
 
   const WhisperConfig& config() const { return config_; }
   const WhisperDecodeOptions& options() const { return options_; }
+  // A multilingual model without a given language: each sequence detects its own.
+  bool detects_language() const { return detect_; }
   std::span<const int> prompt() const { return prompt_; }
   int max_new_tokens() const { return max_new_tokens_; }
   // Positions a sequence feeds at most: prompt length + max_new_tokens - 1 (the last sampled
@@ -78,6 +95,8 @@ class WhisperGreedySearch {
   std::vector<int> suppress_first_;  // at the first sampled token (suppress_blank)
   int max_new_tokens_ = 0;
   int max_initial_timestamp_ = 0;    // last timestamp id allowed first
+  bool detect_ = false;              // prompt_[1] is a placeholder: the sequence detects it
+  int language_ = -1;                // the given language's token (-1: English-only or detect_)
 };
 
 class WhisperSequence {
@@ -94,6 +113,22 @@ class WhisperSequence {
   // Tokens fed so far (the decoder position of the next step).
   int position() const { return position_; }
 
+  // The language decoded in: the given one, or once the first step is consumed the detected
+  // one. English-only models: "en". Empty while still to be detected.
+  std::string_view language() const;
+  // Its detection probability (softmax over the language tokens); 1 when given or English-only.
+  float language_probability() const { return language_probability_; }
+  // Every language's detection probability, in the config's language order; empty unless
+  // detected.
+  std::span<const float> language_probabilities() const { return language_probs_; }
+  // Decode in this language instead of detecting one (a recording's later windows in the first
+  // window's language; a stream's later segments in its first one's). Valid until the language
+  // token is fed; `probability` is what language_probability() then reports. Throws
+  // Error(kInvalidArgument) for a token that is not one of the model's languages, Error(kClosed)
+  // once the language was fed.
+  void set_language(int token, float probability);
+  int language_token() const { return language_token_; }
+
   // The decoder's logits ([n_vocab]) for next_token(); suppressed entries are overwritten with
   // -inf. Advances the sequence; a no-op once done(). Throws Error(kInvalidArgument) if
   // logits.size() != n_vocab.
@@ -109,6 +144,7 @@ class WhisperSequence {
 
  private:
   void sample(std::span<float> logits);
+  void detect_language(std::span<const float> logits);
   void apply_timestamp_rules(std::span<float> logits) const;
 
   const WhisperGreedySearch* search_;
@@ -120,6 +156,9 @@ class WhisperSequence {
   bool hit_limit_ = false;
   double sum_logprob_ = 0.0;
   float no_speech_prob_ = 0.0f;
+  int language_token_ = -1;
+  float language_probability_ = 1.0f;
+  std::vector<float> language_probs_;  // capacity: the model's languages (when detecting)
 };
 
 }  // namespace brisvox

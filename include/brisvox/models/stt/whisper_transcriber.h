@@ -10,9 +10,10 @@
 // is decoded on its own (no previous text in the prompt), which is also what lets the windows of
 // one recording be encoded and decoded as a batch. A window whose no-speech rule fires gets an
 // empty text (faster-whisper drops it).
+// Without a language (multilingual models), the first window's detected language is used for the
+// whole recording, as faster-whisper does (or each window's own: language_detection kEach).
 // Differences: no temperature fallback (faster-whisper's compression-ratio and log-prob
-// fallbacks re-decode at higher temperatures, which needs sampling), no language detection, and
-// with timestamps the windows still advance by 30 s (faster-whisper seeks to the last timestamp).
+// fallbacks re-decode at higher temperatures, which needs sampling), and with timestamps the windows still advance by 30 s (faster-whisper seeks to the last timestamp).
 //
 // Not thread-safe: one transcribe() at a time per object (it owns one encoder and one decoder
 // session). cancel_run() from any thread makes the transcribe() in progress throw
@@ -40,6 +41,8 @@ struct WhisperTranscribeOptions {
   // kept.
   bool fit_fallback = true;
   WhisperDecodeOptions decode;
+  // Without decode.language: detect on the first window for all (kFirst) or on each window.
+  WhisperLanguageDetection language_detection = WhisperLanguageDetection::kFirst;
 };
 
 struct WhisperSegment {
@@ -53,10 +56,16 @@ struct WhisperSegment {
   bool no_speech = false;        // the no-speech rule fired: text is empty
   bool hit_token_limit = false;  // ended at max_new_tokens without <|endoftext|>
   int window_frames = 0;         // the window it was decoded in (kFit: after any fallback)
+  std::string language;          // decoded in: given, detected, or "en" (English-only models)
+  float language_probability = 1.0f;  // its detection probability; 1 when given
 };
 
 struct WhisperTranscript {
   std::vector<WhisperSegment> segments;  // one per window, in order
+  // The recording's language: the first window's (faster-whisper's info.language and
+  // info.language_probability); "" and 0 without any window.
+  std::string language;
+  float language_probability = 0.0f;
   // The segments' texts concatenated (faster-whisper: "".join(s.text for s in segments)).
   std::string text() const;
 };

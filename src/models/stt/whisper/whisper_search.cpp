@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "brisvox/error.h"
 #include "models/stt/whisper/softmax_sum.h"
@@ -24,24 +25,40 @@ void suppress_range(std::span<float> logits, int begin, int end) {
 
 }  // namespace
 
+std::string_view to_string(WhisperLanguageDetection d) noexcept {
+  return d == WhisperLanguageDetection::kEach ? "each" : "first";
+}
+
+std::optional<WhisperLanguageDetection> parse_language_detection(std::string_view name) noexcept {
+  if (name == "first") return WhisperLanguageDetection::kFirst;
+  if (name == "each") return WhisperLanguageDetection::kEach;
+  return std::nullopt;
+}
+
 WhisperGreedySearch::WhisperGreedySearch(const WhisperConfig& config, const WhisperDecodeOptions& options)
     : config_(config), options_(options) {
   const WhisperSpecialTokens& t = config_.tokens;
   const int n_vocab = config_.dims.n_vocab;
   prompt_.push_back(t.sot);
+  if (options_.language == "auto") options_.language.clear();
   if (config_.multilingual) {
     if (options_.language.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "Whisper: a multilingual model needs a language code (language detection is not implemented)");
+      if (config_.languages.empty()) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "Whisper: this multilingual model lists no language tokens, so a language must be given");
+      }
+      detect_ = true;
+      prompt_.push_back(config_.languages.front().token);  // replaced by each sequence's detection
+    } else {
+      language_ = config_.language_token(options_.language);
+      if (language_ < 0) {
+        std::string codes;
+        for (const auto& l : config_.languages) codes += (codes.empty() ? "" : ",") + l.code;
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("Whisper: unknown language '{}' (the model has: {})", options_.language, codes));
+      }
+      prompt_.push_back(language_);
     }
-    const int lang = config_.language_token(options_.language);
-    if (lang < 0) {
-      std::string codes;
-      for (const auto& l : config_.languages) codes += (codes.empty() ? "" : ",") + l.code;
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("Whisper: unknown language '{}' (the model has: {})", options_.language, codes));
-    }
-    prompt_.push_back(lang);
     prompt_.push_back(options_.task == WhisperTask::kTranslate ? t.translate : t.transcribe);
   } else {
     if (!options_.language.empty() && options_.language != "en") {
@@ -100,7 +117,32 @@ WhisperGreedySearch::WhisperGreedySearch(const WhisperConfig& config, const Whis
 
 WhisperSequence::WhisperSequence(const WhisperGreedySearch& search) : search_(&search) {
   tokens_.reserve(static_cast<std::size_t>(search.max_new_tokens_));
+  if (search.detect_) language_probs_.reserve(search.config_.languages.size());
   reset();
+}
+
+std::string_view WhisperSequence::language() const {
+  const WhisperConfig& config = search_->config_;
+  if (!config.multilingual) return "en";
+  for (const auto& l : config.languages) {
+    if (l.token == language_token_) return l.code;
+  }
+  return {};
+}
+
+void WhisperSequence::set_language(int token, float probability) {
+  const WhisperConfig& config = search_->config_;
+  if (!config.multilingual) {
+    throw Error(ErrorCode::kInvalidArgument, "Whisper: an English-only model takes no language token");
+  }
+  const bool known = std::any_of(config.languages.begin(), config.languages.end(),
+                                 [&](const WhisperLanguage& l) { return l.token == token; });
+  if (!known) throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper: token {} is not a language", token));
+  if (prompt_index_ > 1) throw Error(ErrorCode::kClosed, "Whisper: the sequence's language was already fed");
+  language_token_ = token;
+  language_probability_ = probability;
+  language_probs_.clear();
+  if (prompt_index_ == 1) next_ = token;
 }
 
 void WhisperSequence::reset() {
@@ -112,6 +154,9 @@ void WhisperSequence::reset() {
   hit_limit_ = false;
   sum_logprob_ = 0.0;
   no_speech_prob_ = 0.0f;
+  language_token_ = search_->language_;
+  language_probability_ = 1.0f;
+  language_probs_.clear();
 }
 
 double WhisperSequence::avg_logprob() const {
@@ -141,13 +186,36 @@ void WhisperSequence::consume(std::span<float> logits) {
       const double sum = whisper_detail::sum_exp_below(logits, max);
       const double p = std::exp(static_cast<double>(logits[static_cast<std::size_t>(config.tokens.no_speech)]) - max) / sum;
       no_speech_prob_ = static_cast<float>(p);
+      if (search_->detect_ && language_token_ < 0) detect_language(logits);
     }
     if (++prompt_index_ < static_cast<int>(prompt.size())) {
-      next_ = prompt[static_cast<std::size_t>(prompt_index_)];
+      next_ = prompt_index_ == 1 && config.multilingual ? language_token_ : prompt[static_cast<std::size_t>(prompt_index_)];
       return;
     }
   }
   sample(logits);
+}
+
+void WhisperSequence::detect_language(std::span<const float> logits) {
+  // CTranslate2: the language tokens' logits gathered, softmax over them, the most probable one
+  // (the first on a tie).
+  const auto& languages = search_->config_.languages;
+  float max = kNegInf;
+  for (const auto& l : languages) max = std::max(max, logits[static_cast<std::size_t>(l.token)]);
+  if (!std::isfinite(max)) {
+    throw Error(ErrorCode::kRuntime, "Whisper decoder produced no finite logit for a language token (a broken model?)");
+  }
+  double sum = 0.0;
+  for (const auto& l : languages) sum += std::exp(static_cast<double>(logits[static_cast<std::size_t>(l.token)]) - max);
+  language_probs_.clear();
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < languages.size(); ++i) {
+    const double p = std::exp(static_cast<double>(logits[static_cast<std::size_t>(languages[i].token)]) - max) / sum;
+    language_probs_.push_back(static_cast<float>(p));
+    if (language_probs_[i] > language_probs_[best]) best = i;
+  }
+  language_token_ = languages[best].token;
+  language_probability_ = language_probs_[best];
 }
 
 void WhisperSequence::apply_timestamp_rules(std::span<float> logits) const {

@@ -132,6 +132,12 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
     }
   } release{m.decoder};
 
+  // kFirst detection: window 0's language, given to every other window before its language is fed.
+  const bool share_language =
+      search.detects_language() && options.language_detection == WhisperLanguageDetection::kFirst;
+  int first_language = -1;
+  float first_probability = 0.0f;
+
   // Windows in the order they are decoded; a fit window that ends at the token limit (Whisper
   // repeating itself: it was trained on 30 s windows) is queued again as a full window.
   std::vector<std::size_t> queue(windows.size());
@@ -155,6 +161,7 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
       mel_ptrs.push_back(dst);
       lane_window[static_cast<std::size_t>(lane)] = static_cast<int>(queue[q + i]);
       sequences[static_cast<std::size_t>(lane)].reset();
+      if (first_language >= 0) sequences[static_cast<std::size_t>(lane)].set_language(first_language, first_probability);
     }
     m.encoder.run(frames, mel_ptrs, targets);
     while (m.decoder.busy_count() > 0) {
@@ -163,9 +170,23 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
       }
       m.decoder.step(tokens);
       for (int s = 0; s < m.decoder.active_end(); ++s) {
+        if (m.decoder.busy(s)) sequences[static_cast<std::size_t>(s)].consume(m.decoder.logits(s));
+      }
+      if (share_language && first_language < 0) {
+        // The start step was consumed (every lane detected): window 0's language for all.
+        for (int s = 0; s < m.decoder.active_end(); ++s) {
+          if (m.decoder.busy(s) && lane_window[static_cast<std::size_t>(s)] == 0) {
+            first_language = sequences[static_cast<std::size_t>(s)].language_token();
+            first_probability = sequences[static_cast<std::size_t>(s)].language_probability();
+          }
+        }
+        for (int s = 0; s < m.decoder.active_end(); ++s) {
+          if (m.decoder.busy(s)) sequences[static_cast<std::size_t>(s)].set_language(first_language, first_probability);
+        }
+      }
+      for (int s = 0; s < m.decoder.active_end(); ++s) {
         if (!m.decoder.busy(s)) continue;
         WhisperSequence& seq = sequences[static_cast<std::size_t>(s)];
-        seq.consume(m.decoder.logits(s));
         if (!seq.done()) continue;
         const auto index = static_cast<std::size_t>(lane_window[static_cast<std::size_t>(s)]);
         Window& win = windows[index];
@@ -178,6 +199,8 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         seg.no_speech = seq.no_speech();
         seg.hit_token_limit = seq.hit_token_limit();
         seg.window_frames = win.frames;
+        seg.language = std::string(seq.language());
+        seg.language_probability = seq.language_probability();
         seg.text.clear();
         if (!seg.no_speech) seg.text = m.model.decode(seg.tokens);
         if (seg.hit_token_limit && win.frames < full && options.fit_fallback) {
@@ -188,6 +211,10 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
       }
     }
     q += n;
+  }
+  if (!transcript.segments.empty()) {
+    transcript.language = transcript.segments.front().language;
+    transcript.language_probability = transcript.segments.front().language_probability;
   }
   return transcript;
 }
