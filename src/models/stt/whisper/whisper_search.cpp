@@ -25,16 +25,6 @@ void suppress_range(std::span<float> logits, int begin, int end) {
 
 }  // namespace
 
-std::string_view to_string(WhisperLanguageDetection d) noexcept {
-  return d == WhisperLanguageDetection::kEach ? "each" : "first";
-}
-
-std::optional<WhisperLanguageDetection> parse_language_detection(std::string_view name) noexcept {
-  if (name == "first") return WhisperLanguageDetection::kFirst;
-  if (name == "each") return WhisperLanguageDetection::kEach;
-  return std::nullopt;
-}
-
 WhisperGreedySearch::WhisperGreedySearch(const WhisperConfig& config, const WhisperDecodeOptions& options)
     : config_(config), options_(options) {
   const WhisperSpecialTokens& t = config_.tokens;
