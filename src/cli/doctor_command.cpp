@@ -243,7 +243,7 @@ int run_doctor(bool as_json, int runs) {
   }
   report["turn_models"] = turn_models;
   Json stt_models = Json::array();
-  for (std::string_view alias : {"tiny.en", "tiny.en-int8", "base", "base-int8"}) {
+  for (std::string_view alias : kBundledSttModels) {
     stt_models.push_back(check_stt_model(alias, all_ok));
   }
   report["stt_models"] = stt_models;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "base/install_dirs.h"
 #include "base/log.h"
@@ -89,8 +91,8 @@ std::string resolve_vad_model(std::string_view name_or_path) {
 std::string resolve_stt_model(std::string_view name_or_path) {
   // -int8: the same weights with the linear layers as 8-bit blocks (scripts/setup.sh,
   // tools/whisper/weight_quant.py). base and base-int8: multilingual (docs/MODELS.md).
-  if (name_or_path == "tiny.en" || name_or_path == "tiny.en-int8" || name_or_path == "base" ||
-      name_or_path == "base-int8") {
+  if (std::find(std::begin(kBundledSttModels), std::end(kBundledSttModels), name_or_path) !=
+      std::end(kBundledSttModels)) {
     const std::string folder = fmt::format("{}/whisper-{}", models_dir(), name_or_path);
     if (!file_exists(folder)) {
       throw Error(ErrorCode::kIo, missing_bundled(fmt::format("bundled Whisper model '{}'", name_or_path), folder));

@@ -33,5 +33,7 @@ std::string resolve_turn_model(std::string_view name_or_path);
 
 // The bundled Smart Turn aliases, for listings (`brisvox doctor`).
 inline constexpr std::string_view kBundledTurnModels[] = {"v3.2"};
+// The bundled Whisper aliases (<models_dir>/whisper-<alias>), for resolve_stt_model and listings.
+inline constexpr std::string_view kBundledSttModels[] = {"tiny.en", "tiny.en-int8", "base", "base-int8"};
 
 }  // namespace brisvox

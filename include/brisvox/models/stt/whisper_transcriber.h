@@ -13,7 +13,8 @@
 // Without a language (multilingual models), the first window's detected language is used for the
 // whole recording, as faster-whisper does (or each window's own: language_detection kEach).
 // Differences: no temperature fallback (faster-whisper's compression-ratio and log-prob
-// fallbacks re-decode at higher temperatures, which needs sampling), and with timestamps the windows still advance by 30 s (faster-whisper seeks to the last timestamp).
+// fallbacks re-decode at higher temperatures, which needs sampling), and with timestamps the
+// windows still advance by 30 s (faster-whisper seeks to the last timestamp).
 //
 // Not thread-safe: one transcribe() at a time per object (it owns one encoder and one decoder
 // session). cancel_run() from any thread makes the transcribe() in progress throw
