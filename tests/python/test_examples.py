@@ -25,7 +25,9 @@ def test_the_pipecat_agent_says_back_what_it_heard(tmp_path):
         assert w.getframerate() == 16000 and w.getnframes() > 16000, w.getparams()
     heard = words(brisvox.transcribe(clip, stt_model=str(WHISPER_TINY))["text"])
     said = words(brisvox.transcribe(reply, stt_model=str(WHISPER_TINY))["text"])
-    assert said[:2] == ["you", "said"], said
+    # Piper samples its noise afresh on every run, so the reply differs each time; Whisper tiny
+    # now and then drops its opening "You" (seen in CI): the reply must open with "(you) said".
+    assert "said" in said[:2] and said[0] in ("you", "said"), said
     # The reply is Piper reading Whisper's transcript, heard again by Whisper: most words survive.
-    echoed = set(said[2:])
+    echoed = set(said[said.index("said") + 1:])
     assert len(heard) >= 10 and sum(w in echoed for w in heard) >= 0.7 * len(heard), (heard, said)
