@@ -10,10 +10,15 @@ std::vector<MediaChunker::Piece> MediaChunker::push(std::uint32_t utterance, std
   if (!held_.empty() && utterance_ != utterance) out = flush();
   utterance_ = utterance;
   held_ += bytes;
-  if (held_.size() >= least_) {
+  if (held_.size() < least_) return out;
+  if (!exact_) {
     out.push_back({utterance, std::move(held_)});
     held_.clear();
+    return out;
   }
+  std::size_t at = 0;
+  for (; held_.size() - at >= least_; at += least_) out.push_back({utterance, held_.substr(at, least_)});
+  held_.erase(0, at);
   return out;
 }
 

@@ -42,7 +42,7 @@ MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io
       app_url_(std::move(app)),
       listen_only_(listen_only),
       authorized_(authorized),
-      chunker_(dialect_->min_media_bytes(), dialect_->silence()),
+      chunker_(dialect_->min_media_bytes(), dialect_->silence(), dialect_->exact_media()),
       carried_token_(std::move(upgrade_token)) {}
 
 MediaStreamFront::~MediaStreamFront() {
@@ -117,6 +117,21 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
       c_->log("{} {}: stop (the caller hung up or the stream was stopped)", kind_, c_->id());
       call.end(kCloseNormal, "", /*drop_speech=*/true);
       return;
+    case StreamEvent::kCleared:
+      // What the provider had not played is gone, and with it the marks behind it (Vonage echoes
+      // no notify of dropped audio): each reply so cleared was interrupted, not heard to its end.
+      if (!started_) return fail(TelephonyError::kOutOfOrder, fmt::format("{} before the start", m.event_name));
+      for (auto it = held_.begin(); it != held_.end();) {
+        if (!it->second.cleared) {
+          ++it;
+          continue;
+        }
+        Held h = std::move(it->second);
+        it = held_.erase(it);
+        to_app(h.speak_done ? interrupted_message(h.id_json, h.duration_ms, "barge_in", std::nullopt)
+                            : std::move(h.message));
+      }
+      return;
     case StreamEvent::kError:
       // The provider's own trouble (a frame of ours it refused, ...): the log's. It ends the stream
       // itself, with stop, where it has to.
@@ -127,8 +142,14 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
   }
 }
 
-void MediaStreamFront::on_binary(std::span<const std::byte> /*chunk*/, CallControl& /*call*/) {
-  fail(TelephonyError::kBadMessage, fmt::format("a binary message ({} sends JSON text)", dialect_->name()));
+void MediaStreamFront::on_binary(std::span<const std::byte> chunk, CallControl& call) {
+  if (stopped_) return;
+  if (!dialect_->binary_audio()) {
+    return fail(TelephonyError::kBadMessage, fmt::format("a binary message ({} sends JSON text)", dialect_->name()));
+  }
+  if (!started_) return fail(TelephonyError::kOutOfOrder, "audio before the stream's first text message");
+  // A message may come in several chunks: the call's decoder keeps a split sample for the next.
+  call.audio(chunk);
 }
 
 void MediaStreamFront::start(const StreamMessage& m) {
@@ -153,7 +174,7 @@ void MediaStreamFront::start(const StreamMessage& m) {
   metrics_.calls_total.fetch_add(1, std::memory_order_relaxed);
   metrics_.calls_active.fetch_add(1, std::memory_order_relaxed);
   c_->log("{} {} start: {} {}, {} {}, tracks {}, {}; application {}", kind_, c_->id(), dialect_->call_id_name(),
-          call_sid_.empty() ? "-" : call_sid_, dialect_->stream_id_name(), stream_sid_,
+          call_sid_.empty() ? "-" : call_sid_, dialect_->stream_id_name(), stream_sid_.empty() ? "-" : stream_sid_,
           m.start.tracks.empty() ? "-" : fmt::format("{}", fmt::join(m.start.tracks, ",")),
           listen_only_ ? "listen-only" : "bidirectional", app_url_.text);
   link_ = std::make_shared<CallAppLink>(strand_, app_url_, static_cast<CallAppLink::Listener*>(this));
@@ -231,7 +252,7 @@ void MediaStreamFront::audio(std::uint32_t utterance, std::string bytes) {
 
 void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
   const std::size_t n = bytes.size();
-  SendQueue::Message m{dialect_->media(stream_sid_, bytes), false, utterance};
+  SendQueue::Message m{dialect_->media(stream_sid_, bytes), dialect_->binary_audio(), utterance};
   m.content_bytes = n;
   c_->send(std::move(m));
 }
@@ -302,6 +323,10 @@ void MediaStreamFront::on_closed(std::string_view why, bool /*opened*/) {
   if (started_) metrics_.calls_active.fetch_sub(1, std::memory_order_relaxed);
   if (!link_) return;
   std::string reason = end_reason_;
+  if (reason.empty() && dialect_->close_is_hangup() && c_->peer_close_code() == kCloseNormal) {
+    reason = "caller_hangup";
+    c_->log("{} {}: {} closed the socket (the caller hung up)", kind_, c_->id(), dialect_->name());
+  }
   if (reason.empty()) {
     const bool going_away = why.empty() && c_->close_code() == kCloseGoingAway;
     reason = going_away ? "shutdown" : "provider_gone";

@@ -1,8 +1,9 @@
 // A telephony provider's bidirectional media stream as a call's front (call_front.h;
-// docs/TELEPHONY.md): the one mechanism behind /v1/telephony/twilio (twilio_front.h) and
-// /v1/telephony/telnyx (telnyx_front.h). What differs between providers is their spelling, a
-// StreamDialect: how a message is read (into stream_messages.h's shape), which media format is
-// taken, how media, mark and clear are written back. Everything else is this one piece.
+// docs/TELEPHONY.md): the one mechanism behind /v1/telephony/twilio (twilio_front.h),
+// /v1/telephony/telnyx (telnyx_front.h) and /v1/telephony/vonage (vonage_front.h). What differs
+// between providers is their spelling, a StreamDialect: how a message is read (into
+// stream_messages.h's shape), which media format is taken, how media, mark and clear are written
+// back, whether the audio travels in binary frames. Everything else is this one piece.
 //
 // From the provider: connected, then start (the stream's and call's ids, custom parameters, the
 // media format, which must be the one the dialect takes), then media (base64 audio of the caller's
@@ -62,9 +63,16 @@ class StreamDialect {
   virtual std::string mark(std::string_view stream_sid, std::string_view name) const = 0;
   virtual std::string clear(std::string_view stream_sid) const = 0;
   // The fewest bytes of audio one media message may carry (0: any); a reply's last one is padded
-  // with `silence()` to it.
+  // with `silence()` to it. `exact_media()`: every media message carries exactly that many.
   virtual std::size_t min_media_bytes() const { return 0; }
+  virtual bool exact_media() const { return false; }
   virtual char silence() const { return 0; }
+  // The audio travels as binary frames both ways (Vonage), not inside text messages: the caller's
+  // binary frames are its media, and media() is sent as a binary frame.
+  virtual bool binary_audio() const { return false; }
+  // The provider ends a call by closing the socket normally, with no stop message (Vonage): such a
+  // close is the caller's hangup, not the provider gone.
+  virtual bool close_is_hangup() const { return false; }
   // What the operator is told: start without a token; a token that is not the server's; a speak
   // on a listen-only stream.
   virtual std::string no_token() const = 0;

@@ -11,6 +11,7 @@ std::string_view to_string(StreamEvent event) {
     case StreamEvent::kMark: return "mark";
     case StreamEvent::kStop: return "stop";
     case StreamEvent::kError: return "error";
+    case StreamEvent::kCleared: return "cleared";
     case StreamEvent::kUnknown: return "unknown";
   }
   return "unknown";

@@ -1,6 +1,7 @@
-// A telephony provider's media-stream message, read (twilio_messages.h, telnyx_messages.h): the
-// providers' protocols have the same events (connected, start, media, dtmf, mark, stop) in
-// different spellings, so that one front (media_stream_front.h) drives either from this one shape.
+// A telephony provider's media-stream message, read (twilio_messages.h, telnyx_messages.h,
+// vonage_messages.h): the providers' protocols have the same events (connected, start, media, dtmf,
+// mark, stop) in different spellings, so that one front (media_stream_front.h) drives any of them
+// from this one shape.
 #pragma once
 
 #include <string>
@@ -10,18 +11,19 @@
 
 namespace brisvox::server {
 
-// kError: the provider reports an error of its own (Telnyx's error frame). kUnknown: an event the
-// provider may add later (not an error).
-enum class StreamEvent { kConnected, kStart, kMedia, kDtmf, kMark, kStop, kError, kUnknown };
+// kError: the provider reports an error of its own (Telnyx's error frame). kCleared: the provider
+// confirms a clear (Vonage's websocket:cleared): what it had not played is dropped, and so are the
+// marks queued behind it. kUnknown: an event the provider may add later (not an error).
+enum class StreamEvent { kConnected, kStart, kMedia, kDtmf, kMark, kStop, kError, kCleared, kUnknown };
 std::string_view to_string(StreamEvent event);
 
 struct StreamStart {
-  std::string stream_sid;   // Twilio streamSid, Telnyx stream_id
+  std::string stream_sid;   // Twilio streamSid, Telnyx stream_id (Vonage: none, the socket is the stream)
   std::string account_sid;  // Twilio accountSid, Telnyx user_id
   std::string call_sid;     // Twilio callSid, Telnyx call_control_id
   std::vector<std::string> tracks;  // Twilio: "inbound", "outbound"; Telnyx sends none
   std::vector<std::pair<std::string, std::string>> custom_parameters;  // in the order sent
-  std::string encoding;  // the media format, as the provider names it
+  std::string encoding;  // the media format, as the provider names it (Vonage: "audio/l16")
   int sample_rate_hz = 0;
   int channels = 0;
 };

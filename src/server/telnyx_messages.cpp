@@ -64,6 +64,7 @@ std::string read_event(const Json& j, StreamMessage& m) {
     case StreamEvent::kConnected:
       return read_string(j, "x-telnyx-streaming-auth-token", m.auth_token, kMaxTelnyxParameterBytes, false,
                          "connected");
+    case StreamEvent::kCleared:  // not Telnyx's: never read as one
     case StreamEvent::kUnknown:
       return {};
     case StreamEvent::kStart:

@@ -48,7 +48,8 @@ std::string read_event(const Json& j, TwilioMessage& m) {
   std::string e;
   switch (m.event) {
     case TwilioEvent::kConnected:
-    case TwilioEvent::kError:  // not Twilio's: never read as one
+    case TwilioEvent::kError:    // not Twilio's: never read as one
+    case TwilioEvent::kCleared:  // nor this
     case TwilioEvent::kUnknown:
       return {};
     case TwilioEvent::kStart:

@@ -133,6 +133,7 @@ void WsConnection::on_read(beast::error_code ec, std::size_t bytes) {
       // The close handshake owns the connection now: its handler or the close timer finishes.
     } else if (ec == websocket::error::closed) {
       const auto& reason = ws_.reason();
+      peer_close_code_ = static_cast<std::uint16_t>(reason.code);
       finish(fmt::format("closed by the client (code {}{}{})", static_cast<int>(reason.code),
                          reason.reason.empty() ? "" : ": ", reason.reason.c_str()));
     } else {

@@ -179,6 +179,8 @@ class WsConnection : public Drainable, public EngineListener, public std::enable
   // error's code as reason (open only).
   void fail(std::string_view code, std::uint16_t close_code, const std::string& message);
   std::uint16_t close_code() const noexcept { return close_code_; }
+  // The code of the close the peer began (its close frame before ours); 0 when it began none.
+  std::uint16_t peer_close_code() const noexcept { return peer_close_code_; }
   const std::string& close_reason() const noexcept { return close_reason_; }
   Ending ending() const noexcept { return ending_; }
 
@@ -223,6 +225,7 @@ class WsConnection : public Drainable, public EngineListener, public std::enable
   Ending ending_ = Ending::kDisconnected;
   bool going_away_ = false;
   std::uint16_t close_code_ = kCloseNormal;
+  std::uint16_t peer_close_code_ = 0;
   std::string close_reason_;
   bool close_started_ = false;
 

@@ -72,5 +72,24 @@ TEST(MediaChunker, DropAndClearForgetTheHeldAudio) {
   EXPECT_TRUE(c.flush().empty());
 }
 
+TEST(MediaChunker, ExactFramesCutLongPiecesAndPadOnlyTheLast) {
+  // Vonage: 20 ms of 16-bit PCM at 16 kHz, 640 bytes a frame and no other size.
+  MediaChunker c(640, '\0', /*exact=*/true);
+  std::string reply;
+  for (int i = 0; i < 1500; ++i) reply += static_cast<char>('a' + i % 26);
+  const auto out = c.push(2, reply.substr(0, 1500));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].bytes, reply.substr(0, 640));
+  EXPECT_EQ(out[1].bytes, reply.substr(640, 640));
+  EXPECT_EQ(c.held_bytes(), 220u);
+  EXPECT_TRUE(c.push(2, std::string(100, 'x')).empty());  // 320 held: still short of a frame
+  const auto last = c.flush();
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].bytes.size(), 640u);
+  EXPECT_EQ(last[0].bytes.substr(0, 220), reply.substr(1280, 220));
+  EXPECT_EQ(last[0].bytes.substr(320), std::string(320, '\0'));
+  EXPECT_EQ(total(out) + total(last), 1920u);
+}
+
 }  // namespace
 }  // namespace brisvox::server
