@@ -204,6 +204,18 @@ def telnyx_messages_seeds():
         yield f"telnyx_{i}.json", m.encode()
 
 
+def vonage_messages_seeds():
+    # As Vonage's "WebSockets" guide of the Voice API shows them.
+    messages = ['{"event":"websocket:connected","content-type":"audio/l16;rate=16000","prop1":"value1",'
+                '"token":"t"}',
+                '{"event":"websocket:connected","content-type":"audio/l16;rate=8000"}',
+                '{"event":"websocket:dtmf","digit":"5","duration":260}',
+                '{"event":"websocket:notify","payload":{"name":"bv-3"}}',
+                '{"event":"websocket:cleared"}']
+    for i, m in enumerate(messages):
+        yield f"vonage_{i}.json", m.encode()
+
+
 def segmenter_seeds():
     # Probabilities (one byte per window) from the front; the parameters come from the end.
     speech, silence = bytes([230]) * 20, bytes([10]) * 12
@@ -232,6 +244,7 @@ TARGETS = {
     "call_params_fuzzer": call_params_seeds,
     "twilio_messages_fuzzer": twilio_messages_seeds,
     "telnyx_messages_fuzzer": telnyx_messages_seeds,
+    "vonage_messages_fuzzer": vonage_messages_seeds,
     "streaming_segmenter_fuzzer": segmenter_seeds,
     "turn_detector_fuzzer": turn_detector_seeds,
 }

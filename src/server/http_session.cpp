@@ -29,6 +29,7 @@
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
 #include "server/telnyx_front.h"
+#include "server/vonage_front.h"
 #include "server/twilio_front.h"
 #include "server/vad_request.h"
 #include "server/ws_admission.h"
@@ -359,6 +360,11 @@ void HttpSession::handle(Request request) {
   }
   if ((route == Route::kTelnyx || route == Route::kTelnyxListen) && beast::websocket::is_upgrade(request)) {
     TelnyxEndpoint endpoint(ctx_, route == Route::kTelnyxListen);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if ((route == Route::kVonage || route == Route::kVonageListen) && beast::websocket::is_upgrade(request)) {
+    VonageEndpoint endpoint(ctx_, route == Route::kVonageListen);
     upgrade(std::move(request), endpoint);
     return;
   }

@@ -40,8 +40,8 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 enum class Route {
-  kHealth, kReady, kMetrics, kStream, kCall, kRealtime, kTwilio, kTwilioListen, kTelnyx, kTelnyxListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions,
-  kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
+  kHealth, kReady, kMetrics, kStream, kCall, kRealtime, kTwilio, kTwilioListen, kTelnyx, kTelnyxListen, kVonage,
+  kVonageListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions, kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
 };
 
 Route route_for(const Request& request);

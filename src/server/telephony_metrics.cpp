@@ -10,6 +10,7 @@ std::string_view to_string(TelephonyProvider provider) {
   switch (provider) {
     case TelephonyProvider::kTwilio: return "twilio";
     case TelephonyProvider::kTelnyx: return "telnyx";
+    case TelephonyProvider::kVonage: return "vonage";
   }
   return "unknown";
 }
