@@ -57,7 +57,9 @@ case "$preset" in
     # server_end_to_end and server_call_end_to_end.
     # The phone-band accuracy check is numerics (the segments of the release build's models); its
     # code paths (the 2x upsampler, both model rates) run here in the audio, CLI and engine tests.
-    ctest_args=(-E '^(WhisperParity\.(FullWindowTextMatchesFasterWhisper|FitWindowStaysCloseToFullWindow|BatchedDecodingEqualsOneAtATime|Int8WeightsKeepFasterWhispersAccuracy)|WhisperMultilingual\.DetectsAndTranscribesAsFasterWhisper|browser\.|CliFiles\.LongFileInBoundedMemory$|server_uploads$|server_openai_api$|server_soak_calls_short$|server_soak_short$|server_call_loadtest$|vad_telephony_accuracy$)')
+    # So is Whisper's word error rate on the engine's speech (TtsIntelligibility): Piper's and
+    # Whisper's code run here in the TTS and speech-to-text engine tests.
+    ctest_args=(-E '^(WhisperParity\.(FullWindowTextMatchesFasterWhisper|FitWindowStaysCloseToFullWindow|BatchedDecodingEqualsOneAtATime|Int8WeightsKeepFasterWhispersAccuracy)|WhisperMultilingual\.DetectsAndTranscribesAsFasterWhisper|browser\.|CliFiles\.LongFileInBoundedMemory$|server_uploads$|server_openai_api$|server_soak_calls_short$|server_soak_short$|server_call_loadtest$|vad_telephony_accuracy$|TtsIntelligibility\.)')
     ;;
   tsan)
     # The pools, the watchdog, the payload channel, the server and a model's one session (run by
@@ -77,11 +79,11 @@ case "$preset" in
     # The server's network side is one thread (io_threads 1): its threads meet the engine's in
     # the wake-ups, the job threads and the pools, which the streams', TTS, calls', uploads' and
     # loadtest's end-to-end tests cross here. The Twilio front is a protocol on the calls' code
-    # (one io thread), and so is the Telnyx front (the same MediaStreamFront), and the hardening,
+    # (one io thread), and so are the Telnyx and Vonage fronts (the same MediaStreamFront), and the hardening,
     # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
     # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 
