@@ -216,6 +216,23 @@ def vonage_messages_seeds():
         yield f"vonage_{i}.json", m.encode()
 
 
+def asterisk_messages_seeds():
+    # As Asterisk's "WebSocket" channel driver page and chan_websocket.c write them, in both formats.
+    messages = ["MEDIA_START connection_id:e226e283-c90a-4ea9-9e37-389000b9ef47 channel:WebSocket/c1-00000001 "
+                "channel_id:1733400000.12 format:ulaw optimal_frame_size:160 ptime:20",
+                '{"event":"MEDIA_START","connection_id":"c1","channel":"WebSocket/c1-00000002",'
+                '"channel_id":"1733400000.13","format":"slin16","optimal_frame_size":640,"ptime":20,'
+                '"channel_variables":{"CUSTOMER":"42"}}',
+                "DTMF_END digit:5 channel_id:1733400000.12",
+                '{"event":"DTMF_END","channel_id":"x","digit":"#"}',
+                "MEDIA_BUFFERING_COMPLETED bv-3",
+                '{"event":"MEDIA_BUFFERING_COMPLETED","channel_id":"x","correlation_id":"bv-3"}',
+                "MEDIA_XOFF",
+                "ERROR channel_id:x error_text:Unable to parse JSON command"]
+    for i, m in enumerate(messages):
+        yield f"asterisk_{i}.txt", m.encode()
+
+
 def segmenter_seeds():
     # Probabilities (one byte per window) from the front; the parameters come from the end.
     speech, silence = bytes([230]) * 20, bytes([10]) * 12
@@ -245,6 +262,7 @@ TARGETS = {
     "twilio_messages_fuzzer": twilio_messages_seeds,
     "telnyx_messages_fuzzer": telnyx_messages_seeds,
     "vonage_messages_fuzzer": vonage_messages_seeds,
+    "asterisk_messages_fuzzer": asterisk_messages_seeds,
     "streaming_segmenter_fuzzer": segmenter_seeds,
     "turn_detector_fuzzer": turn_detector_seeds,
 }

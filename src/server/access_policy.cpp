@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "server/base64.h"
 #include "server/query_params.h"
 
 namespace brisvox::server {
@@ -60,6 +61,19 @@ bool token_ok(std::string_view configured, std::string_view authorization, std::
   } catch (...) {
     return false;  // a malformed query holds no usable token
   }
+}
+
+bool basic_password_ok(std::string_view configured, std::string_view authorization) {
+  if (configured.empty()) return true;
+  constexpr std::string_view kBasic = "Basic ";
+  while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
+  if (authorization.size() <= kBasic.size() || !iequals(authorization.substr(0, kBasic.size()), kBasic)) return false;
+  authorization.remove_prefix(kBasic.size());
+  while (!authorization.empty() && authorization.back() == ' ') authorization.remove_suffix(1);
+  const auto decoded = base64_decode(authorization);
+  if (!decoded) return false;
+  const std::size_t colon = decoded->find(':');
+  return colon != std::string::npos && equal_constant_time(std::string_view(*decoded).substr(colon + 1), configured);
 }
 
 bool origin_ok(const std::vector<std::string>& allowed, std::string_view origin, std::string_view host) {

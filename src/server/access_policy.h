@@ -14,6 +14,9 @@ bool token_ok(std::string_view configured, std::string_view authorization, std::
 // True when no token is configured, or when `token` is it (a token a provider carries in its own
 // messages). Compared in constant time.
 bool token_equals(std::string_view configured, std::string_view token);
+// Whether `authorization` is HTTP Basic authentication whose password is the configured token (any
+// username): how Asterisk's websocket_client.conf authenticates (always true with no token).
+bool basic_password_ok(std::string_view configured, std::string_view authorization);
 
 // Origin rules (the header browsers send with every WebSocket upgrade and cross-site request):
 //   no Origin header                 allowed (not a browser: curl, a telephony bridge)

@@ -28,6 +28,7 @@
 #include "server/stream_handler.h"
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
+#include "server/asterisk_front.h"
 #include "server/telnyx_front.h"
 #include "server/vonage_front.h"
 #include "server/twilio_front.h"
@@ -365,6 +366,11 @@ void HttpSession::handle(Request request) {
   }
   if ((route == Route::kVonage || route == Route::kVonageListen) && beast::websocket::is_upgrade(request)) {
     VonageEndpoint endpoint(ctx_, route == Route::kVonageListen);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if ((route == Route::kAsterisk || route == Route::kAsteriskListen) && beast::websocket::is_upgrade(request)) {
+    AsteriskEndpoint endpoint(ctx_, route == Route::kAsteriskListen);
     upgrade(std::move(request), endpoint);
     return;
   }

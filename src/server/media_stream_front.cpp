@@ -32,8 +32,9 @@ std::uint64_t mark_number(std::string_view name) {
 }  // namespace
 
 MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io_executor& strand,
-                                   std::unique_ptr<const StreamDialect> dialect, AppUrl app, bool listen_only,
-                                   bool authorized, std::string upgrade_token)
+                                   std::unique_ptr<StreamDialect> dialect, AppUrl app, bool listen_only,
+                                   bool authorized, std::string upgrade_token,
+                                   std::vector<std::pair<std::string, std::string>> parameters)
     : ctx_(ctx),
       strand_(strand),
       dialect_(std::move(dialect)),
@@ -43,7 +44,8 @@ MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io
       listen_only_(listen_only),
       authorized_(authorized),
       chunker_(dialect_->min_media_bytes(), dialect_->silence(), dialect_->exact_media()),
-      carried_token_(std::move(upgrade_token)) {}
+      carried_token_(std::move(upgrade_token)),
+      upgrade_parameters_(std::move(parameters)) {}
 
 MediaStreamFront::~MediaStreamFront() {
   if (link_) link_->finish({});
@@ -53,6 +55,7 @@ void MediaStreamFront::adjust(WsSettings& s) const {
   s.text = {kMaxMessageBytes,
             fmt::format("a message is larger than {} bytes: not {}'s", kMaxMessageBytes, dialect_->name())};
   s.error_messages = false;  // the providers take only media, mark and clear
+  s.subprotocol = std::string(dialect_->subprotocol());
   // The providers ping nothing and send media every 20 ms; a stream with nothing for idle_timeout_s
   // is gone.
 }
@@ -121,16 +124,7 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
       // What the provider had not played is gone, and with it the marks behind it (Vonage echoes
       // no notify of dropped audio): each reply so cleared was interrupted, not heard to its end.
       if (!started_) return fail(TelephonyError::kOutOfOrder, fmt::format("{} before the start", m.event_name));
-      for (auto it = held_.begin(); it != held_.end();) {
-        if (!it->second.cleared) {
-          ++it;
-          continue;
-        }
-        Held h = std::move(it->second);
-        it = held_.erase(it);
-        to_app(h.speak_done ? interrupted_message(h.id_json, h.duration_ms, "barge_in", std::nullopt)
-                            : std::move(h.message));
-      }
+      end_cleared();
       return;
     case StreamEvent::kError:
       // The provider's own trouble (a frame of ours it refused, ...): the log's. It ends the stream
@@ -156,7 +150,7 @@ void MediaStreamFront::start(const StreamMessage& m) {
   if (const std::string why = dialect_->check_format(m.start); !why.empty()) {
     return fail(TelephonyError::kBadMediaFormat, why);
   }
-  std::vector<std::pair<std::string, std::string>> parameters;
+  std::vector<std::pair<std::string, std::string>> parameters = std::move(upgrade_parameters_);
   std::string_view token = carried_token_;
   for (const auto& [name, value] : m.start.custom_parameters) {
     if (name == "token") {
@@ -169,6 +163,7 @@ void MediaStreamFront::start(const StreamMessage& m) {
     return fail(TelephonyError::kUnauthorized, token.empty() ? dialect_->no_token() : dialect_->wrong_token());
   }
   started_ = true;
+  dialect_->started(m.start);
   stream_sid_ = m.start.stream_sid;
   call_sid_ = m.start.call_sid;
   metrics_.calls_total.fetch_add(1, std::memory_order_relaxed);
@@ -181,6 +176,19 @@ void MediaStreamFront::start(const StreamMessage& m) {
   link_->send(call_start_message(CallStartInfo{to_string(dialect_->provider()), call_sid_, stream_sid_,
                                                m.start.account_sid, listen_only_, &parameters, c_->id()}));
   link_->start();
+}
+
+void MediaStreamFront::end_cleared() {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (!it->second.cleared) {
+      ++it;
+      continue;
+    }
+    Held h = std::move(it->second);
+    it = held_.erase(it);
+    to_app(h.speak_done ? interrupted_message(h.id_json, h.duration_ms, "barge_in", std::nullopt)
+                        : std::move(h.message));
+  }
 }
 
 void MediaStreamFront::fail(TelephonyError error, const std::string& why) {
@@ -251,6 +259,13 @@ void MediaStreamFront::audio(std::uint32_t utterance, std::string bytes) {
 }
 
 void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
+  if (!media_open_) {
+    media_open_ = true;
+    if (std::string before = dialect_->before_media(); !before.empty()) {
+      SendQueue::Message m{std::move(before), false, utterance};
+      c_->send(std::move(m));
+    }
+  }
   const std::size_t n = bytes.size();
   SendQueue::Message m{dialect_->media(stream_sid_, bytes), dialect_->binary_audio(), utterance};
   m.content_bytes = n;
@@ -267,8 +282,10 @@ void MediaStreamFront::stopped() {
   if (listen_only_ || !started_ || stopped_) return;
   chunker_.clear();  // what the clear drops at the provider is not sent at all
   c_->send(dialect_->clear(stream_sid_));
+  media_open_ = false;
   metrics_.clears.fetch_add(1, std::memory_order_relaxed);
   for (auto& [name, h] : held_) h.cleared = true;
+  if (dialect_->clear_drops_marks()) end_cleared();
 }
 
 MediaStreamFront::Held& MediaStreamFront::hold(std::uint32_t utterance, std::string message, bool speak_done) {
@@ -286,6 +303,7 @@ MediaStreamFront::Held& MediaStreamFront::hold(std::uint32_t utterance, std::str
   // The mark follows all of the audio before it.
   for (MediaChunker::Piece& p : chunker_.flush()) send_media(p.utterance, std::move(p.bytes));
   c_->send(dialect_->mark(stream_sid_, fmt::format("{}{}", kMarkPrefix, number)));
+  media_open_ = false;
   return held;
 }
 

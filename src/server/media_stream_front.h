@@ -36,6 +36,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/call_app_link.h"
 #include "server/call_front.h"
@@ -48,7 +50,8 @@
 
 namespace brisvox::server {
 
-// One provider's spelling of a media stream. Pure; thread-safe.
+// One provider's spelling of a media stream: one per connection, on its strand (a dialect may learn
+// from the start how the rest of the stream is written: started()).
 class StreamDialect {
  public:
   virtual ~StreamDialect() = default;
@@ -57,6 +60,9 @@ class StreamDialect {
   virtual StreamMessage parse(std::string_view text) const = 0;
   // Empty when start's media format is the one this stream takes; else why not.
   virtual std::string check_format(const StreamStart& start) const = 0;
+  // The stream has started (its format checked): what it says about the rest (Asterisk: whether
+  // its commands are written as JSON).
+  virtual void started(const StreamStart& /*start*/) {}
   // Whether media of `track` is the caller's.
   virtual bool caller_track(std::string_view track) const = 0;
   virtual std::string media(std::string_view stream_sid, std::string_view audio) const = 0;
@@ -73,6 +79,15 @@ class StreamDialect {
   // The provider ends a call by closing the socket normally, with no stop message (Vonage): such a
   // close is the caller's hangup, not the provider gone.
   virtual bool close_is_hangup() const { return false; }
+  // A text message sent before a reply's first audio after a mark or a clear (Asterisk's
+  // START_MEDIA_BUFFERING: the audio up to the next mark is one bulk transfer); empty: none.
+  virtual std::string before_media() const { return {}; }
+  // The provider's clear drops the marks queued behind the audio and confirms nothing (Asterisk's
+  // FLUSH_MEDIA): the replies they followed end as interrupted when the clear is sent.
+  virtual bool clear_drops_marks() const { return false; }
+  // The WebSocket subprotocol the provider asks for and is answered with (Asterisk: "media");
+  // empty: none.
+  virtual std::string_view subprotocol() const { return {}; }
   // What the operator is told: start without a token; a token that is not the server's; a speak
   // on a listen-only stream.
   virtual std::string no_token() const = 0;
@@ -97,9 +112,11 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   // `authorized`: the upgrade carried the server's token (else start must); `upgrade_token`: a token
   // the upgrade carried in a header of the provider's, checked with those of its messages when start
   // arrives. `strand`: the connection's (the application's link runs on it).
+  // `parameters`: the call's parameters the upgrade carried (Asterisk's dial string v(...)), before
+  // those of the provider's start.
   MediaStreamFront(ServerContext& ctx, const boost::asio::any_io_executor& strand,
-                   std::unique_ptr<const StreamDialect> dialect, AppUrl app, bool listen_only, bool authorized,
-                   std::string upgrade_token = {});
+                   std::unique_ptr<StreamDialect> dialect, AppUrl app, bool listen_only, bool authorized,
+                   std::string upgrade_token = {}, std::vector<std::pair<std::string, std::string>> parameters = {});
   ~MediaStreamFront() override;
 
   std::string_view kind() const override { return kind_; }
@@ -141,10 +158,13 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   Held& hold(std::uint32_t utterance, std::string message, bool speak_done);
   void to_app(std::string message);
   void send_media(std::uint32_t utterance, std::string bytes);
+  // Ends the replies (and sends the application's marks) whose marks a clear dropped.
+  void end_cleared();
 
   ServerContext& ctx_;
   const boost::asio::any_io_executor strand_;
-  const std::unique_ptr<const StreamDialect> dialect_;
+  const std::unique_ptr<StreamDialect> dialect_;
+  bool media_open_ = false;  // before_media() was sent and no mark or clear since
   const std::string kind_;  // "twilio call"
   ProviderMetrics& metrics_;
   const AppUrl app_url_;
@@ -159,6 +179,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   bool started_ = false;    // its start seen (the call counts from here)
   bool stopped_ = false;    // its stop seen
   std::string carried_token_;  // a token the upgrade's header or the connected message carried
+  std::vector<std::pair<std::string, std::string>> upgrade_parameters_;
   std::string stream_sid_, call_sid_;
   std::uint64_t ignored_media_ = 0;  // media of a track that is not the caller's
   std::uint64_t next_mark_ = 1;

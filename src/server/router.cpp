@@ -117,6 +117,8 @@ Route route_for(const Request& request) {
   if (path == "/v1/telephony/telnyx/listen") return only(http::verb::get, Route::kTelnyxListen);
   if (path == "/v1/telephony/vonage") return only(http::verb::get, Route::kVonage);
   if (path == "/v1/telephony/vonage/listen") return only(http::verb::get, Route::kVonageListen);
+  if (path == "/v1/telephony/asterisk") return only(http::verb::get, Route::kAsterisk);
+  if (path == "/v1/telephony/asterisk/listen") return only(http::verb::get, Route::kAsteriskListen);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
@@ -162,6 +164,8 @@ std::string_view route_name(Route route) {
     case Route::kTelnyxListen: return "telnyx";
     case Route::kVonage:
     case Route::kVonageListen: return "vonage";
+    case Route::kAsterisk:
+    case Route::kAsteriskListen: return "asterisk";
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
@@ -265,6 +269,12 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/telephony/vonage is a WebSocket endpoint for the Vonage Voice API: give it as the "
                             "uri of an NCCO connect action's websocket endpoint (docs/TELEPHONY.md)");
+    case Route::kAsterisk:
+    case Route::kAsteriskListen:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/telephony/asterisk is a WebSocket endpoint for Asterisk's chan_websocket: give it "
+                            "as the uri of a websocket_client.conf connection that a dial string uses "
+                            "(docs/TELEPHONY.md)");
     case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");

@@ -26,6 +26,7 @@ struct StreamStart {
   std::string encoding;  // the media format, as the provider names it (Vonage: "audio/l16")
   int sample_rate_hz = 0;
   int channels = 0;
+  std::string control_format;  // Asterisk: "plain-text" or "json", how its commands are written
 };
 
 struct StreamMessage {

@@ -11,6 +11,7 @@ std::string_view to_string(TelephonyProvider provider) {
     case TelephonyProvider::kTwilio: return "twilio";
     case TelephonyProvider::kTelnyx: return "telnyx";
     case TelephonyProvider::kVonage: return "vonage";
+    case TelephonyProvider::kAsterisk: return "asterisk";
   }
   return "unknown";
 }

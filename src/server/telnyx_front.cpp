@@ -56,7 +56,7 @@ class TelnyxDialect final : public StreamDialect {
 
 }  // namespace
 
-std::unique_ptr<const StreamDialect> make_telnyx_dialect(const TelnyxFormat& format) {
+std::unique_ptr<StreamDialect> make_telnyx_dialect(const TelnyxFormat& format) {
   return std::make_unique<TelnyxDialect>(format);
 }
 

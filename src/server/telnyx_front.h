@@ -25,7 +25,7 @@
 
 namespace brisvox::server {
 
-std::unique_ptr<const StreamDialect> make_telnyx_dialect(const TelnyxFormat& format);
+std::unique_ptr<StreamDialect> make_telnyx_dialect(const TelnyxFormat& format);
 
 // /v1/telephony/telnyx's part of an upgrade (ws_admission.h): a call (its stream counts in
 // limits.max_streams) in the stream_url's codec and rate (telephony_call_request).

@@ -38,7 +38,7 @@ class TwilioDialect final : public StreamDialect {
 
 }  // namespace
 
-std::unique_ptr<const StreamDialect> make_twilio_dialect() { return std::make_unique<TwilioDialect>(); }
+std::unique_ptr<StreamDialect> make_twilio_dialect() { return std::make_unique<TwilioDialect>(); }
 
 std::optional<Refusal> TwilioEndpoint::parse(const Request& upgrade) {
   authorized_ = token_ok(ctx_.config.token, to_sv(upgrade[boost::beast::http::field::authorization]),

@@ -19,7 +19,7 @@
 
 namespace brisvox::server {
 
-std::unique_ptr<const StreamDialect> make_twilio_dialect();
+std::unique_ptr<StreamDialect> make_twilio_dialect();
 
 // /v1/telephony/twilio's part of an upgrade (ws_admission.h): a call (its stream counts in
 // limits.max_streams) at 8000 Hz mu-law (telephony_call_request).

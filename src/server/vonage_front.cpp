@@ -52,7 +52,7 @@ class VonageDialect final : public StreamDialect {
 
 }  // namespace
 
-std::unique_ptr<const StreamDialect> make_vonage_dialect(int rate_hz) {
+std::unique_ptr<StreamDialect> make_vonage_dialect(int rate_hz) {
   return std::make_unique<VonageDialect>(rate_hz);
 }
 

@@ -24,7 +24,7 @@
 
 namespace brisvox::server {
 
-std::unique_ptr<const StreamDialect> make_vonage_dialect(int rate_hz);
+std::unique_ptr<StreamDialect> make_vonage_dialect(int rate_hz);
 
 // /v1/telephony/vonage's part of an upgrade (ws_admission.h): a call (its stream counts in
 // limits.max_streams) at the uri's rate (telephony_call_request).

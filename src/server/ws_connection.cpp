@@ -77,8 +77,10 @@ void WsConnection::apply_socket_options() {
   timeouts.idle_timeout = websocket::stream_base::none();
   timeouts.keep_alive_pings = false;
   ws_.set_option(timeouts);
-  ws_.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.set(beast::http::field::server, "brisvox/" BRISVOX_VERSION); }));
+  ws_.set_option(websocket::stream_base::decorator([protocol = settings_.subprotocol](websocket::response_type& res) {
+    res.set(beast::http::field::server, "brisvox/" BRISVOX_VERSION);
+    if (!protocol.empty()) res.set(beast::http::field::sec_websocket_protocol, protocol);
+  }));
   // A bounded kernel send buffer: what a client does not read waits in the bounded, counted queue
   // (and then in the engine) instead of in kernel memory that Linux would grow to megabytes.
   beast::error_code ignored;

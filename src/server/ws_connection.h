@@ -92,6 +92,9 @@ struct WsSettings {
   // fail() sends {"type":"error",...} before its close; false for a protocol that has no such
   // message (a telephony provider's): the close and the log line say it.
   bool error_messages = true;
+  // The subprotocol the upgrade's answer names (Sec-WebSocket-Protocol); empty: none. Only one the
+  // client asked for (the endpoint refuses an upgrade that asks for none of its own).
+  std::string subprotocol;
 };
 
 // A protocol on a WsConnection. Every call comes on the connection's strand; connection() is
