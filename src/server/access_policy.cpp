@@ -69,6 +69,7 @@ bool basic_password_ok(std::string_view configured, std::string_view authorizati
   while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
   if (authorization.size() <= kBasic.size() || !iequals(authorization.substr(0, kBasic.size()), kBasic)) return false;
   authorization.remove_prefix(kBasic.size());
+  while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
   while (!authorization.empty() && authorization.back() == ' ') authorization.remove_suffix(1);
   const auto decoded = base64_decode(authorization);
   if (!decoded) return false;

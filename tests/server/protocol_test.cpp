@@ -149,6 +149,20 @@ TEST(AccessPolicy, Token) {
   EXPECT_TRUE(token_ok("t0k", "  Bearer t0k \t", ""));         // optional whitespace only
 }
 
+// Asterisk's websocket_client.conf sends its username and password as HTTP Basic authentication:
+// the password is the token, the username anything.
+TEST(AccessPolicy, BasicPasswordIsTheToken) {
+  EXPECT_TRUE(basic_password_ok("", ""));
+  EXPECT_TRUE(basic_password_ok("t0k", "Basic YXN0ZXJpc2s6dDBr"));      // asterisk:t0k
+  EXPECT_TRUE(basic_password_ok("t0k", "basic  YXN0ZXJpc2s6dDBr "));    // scheme in any case
+  EXPECT_TRUE(basic_password_ok("a:b", "Basic dTphOmI="));              // u:a:b: the password holds a colon
+  EXPECT_FALSE(basic_password_ok("t0k", "Basic YXN0ZXJpc2s6dDA="));     // asterisk:t0
+  EXPECT_FALSE(basic_password_ok("t0k", "Basic dDBr"));                 // t0k: no colon
+  EXPECT_FALSE(basic_password_ok("t0k", "Basic not*base64"));
+  EXPECT_FALSE(basic_password_ok("t0k", "Bearer t0k"));
+  EXPECT_FALSE(basic_password_ok("t0k", ""));
+}
+
 // Issue 13, defect 7: trailing slashes were stripped from the Authorization header, so that
 // "Bearer s3cret///" passed for --token s3cret and a token ending in '/' could not be sent.
 TEST(AccessPolicy, TokenKeepsTrailingSlashes) {
