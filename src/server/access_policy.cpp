@@ -66,12 +66,9 @@ bool token_ok(std::string_view configured, std::string_view authorization, std::
 bool basic_password_ok(std::string_view configured, std::string_view authorization) {
   if (configured.empty()) return true;
   constexpr std::string_view kBasic = "Basic ";
-  while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
+  authorization = trim(authorization);
   if (authorization.size() <= kBasic.size() || !iequals(authorization.substr(0, kBasic.size()), kBasic)) return false;
-  authorization.remove_prefix(kBasic.size());
-  while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
-  while (!authorization.empty() && authorization.back() == ' ') authorization.remove_suffix(1);
-  const auto decoded = base64_decode(authorization);
+  const auto decoded = base64_decode(trim(authorization.substr(kBasic.size())));
   if (!decoded) return false;
   const std::size_t colon = decoded->find(':');
   return colon != std::string::npos && equal_constant_time(std::string_view(*decoded).substr(colon + 1), configured);

@@ -6,6 +6,7 @@
 #include "server/access_policy.h"
 #include "server/asterisk_messages.h"
 #include "server/call_handler.h"
+#include "server/header_value.h"
 #include "server/query_params.h"
 #include "server/stream_json.h"
 
@@ -66,10 +67,7 @@ class AsteriskDialect final : public StreamDialect {
 bool asks_for(std::string_view header, std::string_view protocol) {
   while (!header.empty()) {
     const std::size_t comma = header.find(',');
-    std::string_view item = header.substr(0, comma);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item == protocol) return true;
+    if (trim_ows(header.substr(0, comma)) == protocol) return true;
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
   }
   return false;

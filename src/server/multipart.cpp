@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "brisvox/error.h"
+#include "server/header_value.h"
 
 namespace brisvox::server {
 namespace {
@@ -17,53 +18,10 @@ constexpr std::string_view kHint = "send the audio as the form field 'file' (cur
   throw Error(ErrorCode::kInvalidArgument, fmt::format("multipart/form-data body: {}; {}", what, kHint));
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// The value of parameter `name` in a header value `type; a=b; c="d"` (quotes removed,
-// backslash escapes undone); nullopt if absent.
-std::optional<std::string> header_param(std::string_view value, std::string_view name) {
-  std::size_t i = value.find(';');  // past the type
-  if (i == std::string_view::npos) return std::nullopt;
-  ++i;
-  while (i < value.size()) {
-    while (i < value.size() && (value[i] == ' ' || value[i] == '\t' || value[i] == ';')) ++i;
-    const std::size_t eq = value.find('=', i);
-    if (eq == std::string_view::npos) return std::nullopt;
-    const std::string key = lower(trim(value.substr(i, eq - i)));
-    i = eq + 1;
-    while (i < value.size() && (value[i] == ' ' || value[i] == '\t')) ++i;
-    std::string v;
-    const bool quoted = i < value.size() && value[i] == '"';
-    if (quoted) {
-      for (++i; i < value.size() && value[i] != '"'; ++i) {
-        if (value[i] == '\\' && i + 1 < value.size()) ++i;
-        v += value[i];
-      }
-    }
-    const std::size_t semi = value.find(';', i);
-    const std::size_t end = semi == std::string_view::npos ? value.size() : semi;
-    if (!quoted) v = std::string(trim(value.substr(i, end - i)));
-    if (key == name) return v;
-    i = end;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 bool is_multipart_form(std::string_view content_type) {
-  const std::string type = lower(trim(content_type.substr(0, content_type.find(';'))));
-  return type == "multipart/form-data";
+  return media_type(content_type) == "multipart/form-data";
 }
 
 void for_each_form_part(std::string_view body, std::string_view content_type,
@@ -98,7 +56,7 @@ void for_each_form_part(std::string_view body, std::string_view content_type,
       line = eol + 2;
       const std::size_t colon = header.find(':');
       if (colon == std::string_view::npos) continue;
-      if (lower(trim(header.substr(0, colon))) != "content-disposition") continue;
+      if (ascii_lower(trim_ows(header.substr(0, colon))) != "content-disposition") continue;
       const std::string_view value = header.substr(colon + 1);
       name = header_param(value, "name");
       filename = header_param(value, "filename").value_or("");

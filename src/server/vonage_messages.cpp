@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
+#include <optional>
 #include <utility>
 
+#include "server/header_value.h"
 #include "server/peer_json.h"
 #include "server/stream_json.h"
 
@@ -19,18 +19,6 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kL16 = "audio/l16";
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // websocket:connected: the content-type, and every other top-level key (the NCCO endpoint's
 // headers) as a custom parameter; a header that is not a string is kept as its JSON text.
 std::string read_connected(const Json& j, StreamStart& s) {
@@ -40,8 +28,7 @@ std::string read_connected(const Json& j, StreamStart& s) {
   }
   s.sample_rate_hz = vonage_l16_rate(s.encoding);
   s.channels = 1;  // Vonage's WebSocket audio is mono
-  const std::string_view type = s.encoding;
-  s.encoding = lower(trim(type.substr(0, type.find(';'))));
+  s.encoding = media_type(s.encoding);
   for (const auto& [name, value] : j.items()) {
     if (name == "event" || name == "content-type") continue;
     if (s.custom_parameters.size() == kMaxVonageParameters) {
@@ -120,24 +107,12 @@ StreamMessage parse_vonage_message(std::string_view json_text) {
 }
 
 int vonage_l16_rate(std::string_view content_type) {
-  std::string_view rest = content_type;
-  const std::size_t semi = rest.find(';');
-  if (lower(trim(rest.substr(0, semi))) != kL16 || semi == std::string_view::npos) return 0;
-  rest.remove_prefix(semi + 1);
+  if (media_type(content_type) != kL16) return 0;
+  const std::optional<std::string> value = header_param(content_type, "rate");
+  if (!value) return 0;
   int rate = 0;
-  while (!rest.empty()) {
-    const std::size_t next = rest.find(';');
-    const std::string_view param = trim(rest.substr(0, next));
-    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
-    const std::size_t eq = param.find('=');
-    if (eq == std::string_view::npos || lower(trim(param.substr(0, eq))) != "rate") continue;
-    const std::string_view value = trim(param.substr(eq + 1));
-    int r = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), r);
-    if (ec != std::errc() || end != value.data() + value.size() || r <= 0 || r > 192000) return 0;
-    rate = r;
-  }
-  return rate;
+  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), rate);
+  return ec == std::errc() && end == value->data() + value->size() && rate > 0 && rate <= 192000 ? rate : 0;
 }
 
 std::string check_vonage_media_format(const StreamStart& start, int rate_hz) {

@@ -36,8 +36,8 @@ inline constexpr std::size_t kMaxVonageMarkBytes = 256;        // the name in a 
 // Never throws. A message over the connection's size limit never gets here (ws_connection.h).
 StreamMessage parse_vonage_message(std::string_view json_text);
 
-// The rate of a content-type "audio/l16;rate=N" (parameters in any order and case, spaces around
-// them allowed); 0 when it is not 16-bit linear PCM at a rate.
+// The rate of a content-type "audio/l16;rate=N" (header_value.h: parameters in any order and case,
+// spaces around them allowed); 0 when it is not 16-bit linear PCM at a rate.
 int vonage_l16_rate(std::string_view content_type);
 // Empty when `start` (a websocket:connected) carries L16 at `rate_hz`; else why not.
 std::string check_vonage_media_format(const StreamStart& start, int rate_hz);
