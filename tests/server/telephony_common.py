@@ -1,12 +1,16 @@
 """What the end-to-end tests of the telephony fronts share (test_telephony_twilio.py,
-test_telephony_telnyx.py): the scripted application behind serve --call-app, the replies it
-speaks, and the checks of what the caller heard (level, Whisper's transcript, word error rate).
-Debian's python3 (audioop, websockets)."""
+test_telephony_telnyx.py, test_telephony_vonage.py, test_telephony_asterisk.py): the scripted
+application behind serve --call-app, the replies it speaks, the checks of what the caller heard
+(level, Whisper's transcript, word error rate), the fake provider's connection, the wait for
+nothing left open, and the server and runner every test file starts the same way.
+Debian's python3 (audioop, websockets); serve_process (scripts/) on the path."""
 import asyncio
 import json
 import math
 import re
 import struct
+import argparse
+import tempfile
 import threading
 import time
 import urllib.error
@@ -143,3 +147,59 @@ def transcribe(server, pcm, token, rate=8000):
             if e.code != 503 or time.monotonic() > deadline:
                 raise
             time.sleep(float(e.headers.get("Retry-After", "1")))
+
+
+# --- the fake provider's side ------------------------------------------------------------------------
+
+async def connect(url, headers=None, **kwargs):
+    """The provider's WebSocket to brisvox. A 503 with Retry-After is the engine's admission control:
+    retried as it says, for 20 s."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return await websockets.connect(url, extra_headers=headers or {}, max_size=None, open_timeout=10,
+                                            close_timeout=5, **kwargs)
+        except websockets.exceptions.InvalidStatusCode as e:
+            if e.status_code != 503 or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(float(e.headers.get("Retry-After", "1")))
+
+
+def settled_metrics(server, parse_metrics, provider):
+    """/metrics once the provider's calls, calls, streams, speech sessions and WebSocket sessions are
+    back to 0 (or after 10 s), and those of them not at 0."""
+    deadline = time.monotonic() + 10
+    while True:
+        m = metrics(server, parse_metrics)
+        left = {k: m[k] for k in (f'brisvox_telephony_calls{{provider="{provider}"}}', "brisvox_call_sessions",
+                                  "brisvox_active_streams", 'brisvox_speech_sessions{model="tts"}',
+                                  "brisvox_websocket_sessions_active") if m[k] != 0}
+        if not left or time.monotonic() > deadline:
+            return m, left
+        time.sleep(0.1)
+
+
+def main(doc, tests, make_context, token, name):
+    """A provider test file's command line: the server (real models, --call-app the scripted App)
+    and its tests in order."""
+    from serve_process import Server, run_tests
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--brisvox", required=True)
+    ap.add_argument("--voice", required=True, help="the Piper VOICE.onnx")
+    ap.add_argument("--sample", required=True, help="third_party/audio/sample.wav")
+    ap.add_argument("--only", action="append", help="run only tests whose name contains this")
+    ap.add_argument("--test-timeout", type=float, default=90)
+    ap.add_argument("--budget", type=float, default=200)
+    args = ap.parse_args()
+    tests = [t for t in tests if not args.only or any(o in t.__name__ for o in args.only)]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"brisvox-{name}-test-") as tmp:
+        c = make_context(args, tmp)
+        c.app = App()
+        c.server = Server(args.brisvox, "--workers", "1", "--tts-voice", args.voice, "--tts-workers", "1",
+                          "--stt-model", "tiny.en", "--turn-model", "v3.2", "--token", token,
+                          "--call-app", f"ws://127.0.0.1:{c.app.port}/calls", "--idle-timeout-s", "20")
+        failures = run_tests([(t.__name__, lambda t=t: t(c)) for t in tests], [c.server], args.budget,
+                             args.test_timeout, started)
+    print(f"{len(tests) - len(failures)} of {len(tests)} passed in {time.monotonic() - started:.1f} s")
+    return 1 if failures else 0

@@ -20,16 +20,13 @@ s), PCMU or PCMA as the stream's codec says.
   /usr/bin/python3 tests/server/test_telephony_telnyx.py --brisvox build/release/brisvox \\
       --voice third_party/models/piper/en_US-joe-medium.onnx --sample third_party/audio/sample.wav
 """
-import argparse
 import asyncio
 import base64
 import json
 import os
 import re
 import sys
-import tempfile
 import time
-import urllib.request
 import uuid
 import warnings
 import wave
@@ -41,8 +38,8 @@ with warnings.catch_warnings():
     import audioop  # Python 3.11's G.711 and resampling (Debian's python3)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from serve_process import Server, parse_metrics, run_tests, wait_line  # noqa: E402
-from telephony_common import GOODBYE, REPLY, App, rms_dbfs, transcribe, wer  # noqa: E402
+from serve_process import parse_metrics, wait_line  # noqa: E402
+from telephony_common import GOODBYE, REPLY, App, connect, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
 
 TOKEN = "telnyx-token"
 RATE = 8000
@@ -63,10 +60,6 @@ class Context:
 
     def clip(self, begin_s, end_s, codec="PCMU"):
         return CODECS[codec][0](self.pcm[int(begin_s * RATE) * 2:int(end_s * RATE) * 2], 2)
-
-
-def metrics(server):
-    return parse_metrics(urllib.request.urlopen(server.url("/metrics"), timeout=10).read().decode())
 
 
 class FakeTelnyx:
@@ -98,17 +91,7 @@ class FakeTelnyx:
 
     async def open(self, start=True):
         headers = {"x-telnyx-streaming-auth-token": self.token} if self.auth == "header" else {}
-        deadline = time.monotonic() + 20
-        while True:  # a 503 with Retry-After is the engine's admission control: retried as it says
-            try:
-                self.ws = await websockets.connect(f"ws://127.0.0.1:{self.c.server.port}{self.path}",
-                                                   extra_headers=headers, max_size=None, open_timeout=10,
-                                                   close_timeout=5)
-                break
-            except websockets.exceptions.InvalidStatusCode as e:
-                if e.status_code != 503 or time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(float(e.headers.get("Retry-After", "1")))
+        self.ws = await connect(f"ws://127.0.0.1:{self.c.server.port}{self.path}", headers)
         self.reader = asyncio.ensure_future(self._read())
         self.marker = asyncio.ensure_future(self._echo_marks())
         connected = {"event": "connected", "version": "1.0.0"}
@@ -369,16 +352,8 @@ async def test_malformed_messages_close_only_that_call(c):
 
 
 def test_nothing_is_left_open(c):
-    deadline = time.monotonic() + 10
-    while True:
-        m = metrics(c.server)
-        left = {k: m[k] for k in ('brisvox_telephony_calls{provider="telnyx"}', "brisvox_call_sessions",
-                                  "brisvox_active_streams", 'brisvox_speech_sessions{model="tts"}',
-                                  "brisvox_websocket_sessions_active")}
-        if all(v == 0 for v in left.values()) or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert all(v == 0 for v in left.values()), left
+    m, left = settled_metrics(c.server, parse_metrics, "telnyx")
+    assert not left, left
     telnyx = lambda name: m[f'brisvox_telephony_{name}{{provider="telnyx"}}']  # noqa: E731
     assert telnyx("calls_total") >= 6 and telnyx("clears_total") >= 1 and telnyx("dtmf_total") >= 2, m
     errors = lambda reason: m[f'brisvox_telephony_errors_total{{provider="telnyx",reason="{reason}"}}']  # noqa: E731
@@ -394,28 +369,6 @@ TESTS = [test_a_pcmu_call_is_heard_answered_and_understood, test_a_pcma_call_say
          test_nothing_is_left_open]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--brisvox", required=True)
-    ap.add_argument("--voice", required=True, help="the Piper VOICE.onnx")
-    ap.add_argument("--sample", required=True, help="third_party/audio/sample.wav")
-    ap.add_argument("--only", action="append", help="run only tests whose name contains this")
-    ap.add_argument("--test-timeout", type=float, default=90)
-    ap.add_argument("--budget", type=float, default=200)
-    args = ap.parse_args()
-    tests = [t for t in TESTS if not args.only or any(o in t.__name__ for o in args.only)]
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="brisvox-telnyx-test-") as tmp:
-        c = Context(args, tmp)
-        c.app = App()
-        c.server = Server(args.brisvox, "--workers", "1", "--tts-voice", args.voice, "--tts-workers", "1",
-                          "--stt-model", "tiny.en", "--turn-model", "v3.2", "--token", TOKEN,
-                          "--call-app", f"ws://127.0.0.1:{c.app.port}/calls", "--idle-timeout-s", "20")
-        failures = run_tests([(t.__name__, lambda t=t: t(c)) for t in tests], [c.server], args.budget,
-                             args.test_timeout, started)
-    print(f"{len(tests) - len(failures)} of {len(tests)} passed in {time.monotonic() - started:.1f} s")
-    return 1 if failures else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, TESTS, Context, TOKEN, "telnyx"))
