@@ -8,6 +8,7 @@
 #include "brisvox/audio/pcm.h"
 #include "brisvox/error.h"
 #include "brisvox/plural.h"
+#include "server/engine_retry.h"
 #include "server/call_protocol.h"
 #include "server/messages.h"
 #include "server/tts_admission.h"
@@ -19,15 +20,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// How often held audio or a flush is retried when no engine progress wakes the handler first.
-constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 // How often a close waiting for the front (call_front.h busy()) looks again.
 constexpr auto kCloseRecheck = std::chrono::milliseconds(100);
 // Ended speaks kept to answer a barge-in that names one still playing.
 constexpr std::size_t kEndedKept = 32;
 
-// An engine that is full or stopping is a reason to come back later; anything else is not.
-bool engine_busy(const Error& e) { return e.code() == ErrorCode::kOverloaded || e.code() == ErrorCode::kClosed; }
 
 // The call's speech side's kError (call.h): an utterance failed.
 constexpr std::uint32_t kSpeechSide = 1;
@@ -328,7 +325,7 @@ void CallHandler::advance() {
     case AudioIngress::Flow::kFailed:
       return;
     case AudioIngress::Flow::kHeld:
-      wake_at(Clock::now() + kRetryInterval);
+      wake_at(Clock::now() + kEngineRetryInterval);
       return;
     case AudioIngress::Flow::kClear:
       break;
@@ -343,7 +340,7 @@ void CallHandler::advance() {
     // resampler's tail: never on the strand), then what was spoken, then the close.
     if (!flush_called_) {
       if (!call_.can_flush()) {
-        wake_at(Clock::now() + kRetryInterval);
+        wake_at(Clock::now() + kEngineRetryInterval);
         return;
       }
       flush_called_ = true;

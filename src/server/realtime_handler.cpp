@@ -7,6 +7,7 @@
 
 #include "brisvox/error.h"
 #include "brisvox/plural.h"
+#include "server/engine_retry.h"
 #include "server/openai_api.h"
 #include "server/query_params.h"
 #include "server/request_tag.h"
@@ -17,14 +18,12 @@ namespace beast = boost::beast;
 
 namespace {
 
-constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 // OpenAI refuses to commit less than this (input_audio_buffer_commit_empty).
 constexpr double kMinCommitMs = 100.0;
 // Client messages that may wait for an end: reading is paused while one is pending, so only a
 // message already being read can come; more is a defect, not a client's doing.
 constexpr std::size_t kMaxDeferred = 16;
 
-bool engine_busy(const Error& e) { return e.code() == ErrorCode::kOverloaded || e.code() == ErrorCode::kClosed; }
 
 Stream open_engine_stream(ServerContext& ctx, const RealtimeSession& session, std::function<void()> on_events) {
   StreamConfig config = realtime_stream_config(ctx.engine.config(), session);
@@ -311,7 +310,7 @@ void RealtimeHandler::advance() {
       case AudioIngress::Flow::kFailed:
         return;
       case AudioIngress::Flow::kHeld:
-        arm_retry(kRetryInterval);
+        arm_retry(kEngineRetryInterval);
         return;
       case AudioIngress::Flow::kClear:
         break;
@@ -341,7 +340,7 @@ void RealtimeHandler::advance() {
     c.pause_reading();
     if (!flush_called_) {
       if (!stream_.can_flush()) {
-        arm_retry(kRetryInterval);
+        arm_retry(kEngineRetryInterval);
         return;
       }
       flush_called_ = true;

@@ -7,6 +7,7 @@
 
 #include "brisvox/error.h"
 #include "brisvox/plural.h"
+#include "server/engine_retry.h"
 #include "server/control_message.h"
 #include "server/messages.h"
 
@@ -17,9 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// How often held audio is retried when no engine progress wakes the handler first. A frame is
-// 32 ms; 5 ms keeps the added delay small without spinning.
-constexpr auto kRetryInterval = std::chrono::milliseconds(5);
 
 // The engine stream of a session: the request's pipeline with the server's engine buffer.
 Stream open_engine_stream(ServerContext& ctx, const AudioRequest& request, std::function<void()> on_events) {
@@ -29,8 +27,6 @@ Stream open_engine_stream(ServerContext& ctx, const AudioRequest& request, std::
   return ctx.engine.open_stream(config);
 }
 
-// An engine that is full or stopping is a reason to come back later; anything else is not.
-bool engine_busy(const Error& e) { return e.code() == ErrorCode::kOverloaded || e.code() == ErrorCode::kClosed; }
 
 }  // namespace
 
@@ -130,7 +126,7 @@ void StreamHandler::advance() {
     case AudioIngress::Flow::kFailed:
       return;
     case AudioIngress::Flow::kHeld:
-      arm_retry(kRetryInterval);
+      arm_retry(kEngineRetryInterval);
       return;
     case AudioIngress::Flow::kClear:
       break;
@@ -140,7 +136,7 @@ void StreamHandler::advance() {
     // A resampled stream's flush() may wait for room for the resampler's tail: never on the strand.
     if (!flush_called_) {
       if (!stream_.can_flush()) {
-        arm_retry(kRetryInterval);
+        arm_retry(kEngineRetryInterval);
         return;
       }
       flush_called_ = true;
