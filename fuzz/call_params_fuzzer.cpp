@@ -17,6 +17,7 @@
 
 #include "brisvox/error.h"
 #include "fuzz_check.h"
+#include "fuzz_utf8.h"
 #include "server/call_app_messages.h"
 #include "server/call_params.h"
 
@@ -33,15 +34,6 @@ std::string_view name_of(CallMessageType type) {
     case CallMessageType::kClose: return "close";
   }
   return "?";
-}
-
-bool is_utf8(const std::string& s) {
-  try {
-    (void)nlohmann::json(s).dump();  // the strict error handler throws on invalid UTF-8
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
 }
 
 // ok exactly when there is no error text, which goes back to a client inside JSON: valid UTF-8,

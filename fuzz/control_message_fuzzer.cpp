@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "fuzz_utf8.h"
 #include "server/control_message.h"
 
 namespace {
@@ -23,15 +24,6 @@ std::string_view name_of(ControlType type) {
     case ControlType::kClose: return "close";
   }
   return "?";
-}
-
-bool is_utf8(const std::string& s) {
-  try {
-    (void)nlohmann::json(s).dump();  // the strict error handler throws on invalid UTF-8
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
 }
 
 }  // namespace

@@ -10,20 +10,12 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "fuzz_utf8.h"
 #include "server/realtime_messages.h"
 
 namespace {
 
 namespace server = brisvox::server;
-
-bool is_utf8(const std::string& s) {
-  try {
-    (void)nlohmann::json(s).dump();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
-}
 
 }  // namespace
 

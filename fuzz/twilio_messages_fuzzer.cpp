@@ -9,21 +9,13 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "fuzz_utf8.h"
 #include "server/base64.h"
 #include "server/twilio_messages.h"
 
 namespace {
 
 namespace server = brisvox::server;
-
-bool is_utf8(const std::string& s) {
-  try {
-    (void)nlohmann::json(s).dump();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
-}
 
 }  // namespace
 

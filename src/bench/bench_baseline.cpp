@@ -23,8 +23,6 @@ namespace brisvox::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kFrameSamples = 512;
-constexpr double kFramesPerStreamSecond = 31.25;
 
 struct BaselineStream {
   SileroVad vad;

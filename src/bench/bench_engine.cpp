@@ -19,9 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kFrameSamples = 512;      // Silero at 16 kHz
 constexpr std::int64_t kFramePeriodNs = 32'000'000;
-constexpr double kFramesPerStreamSecond = 31.25;  // 16000 / 512
 constexpr std::size_t kMaxFramesPerPush = 8;      // LoopedAudio::kTailSamples covers this
 constexpr auto kTick = std::chrono::milliseconds(10);  // event polling and backlog sampling
 constexpr std::size_t kPushTimes = 64;  // > frames a stream can hold (its ring), see StreamContext

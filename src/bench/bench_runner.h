@@ -19,6 +19,10 @@
 
 namespace brisvox::bench {
 
+// The streams every VAD bench drives: Silero at 16 kHz, 512-sample frames (16000 / 512 a second).
+inline constexpr std::size_t kFrameSamples = 512;
+inline constexpr double kFramesPerStreamSecond = 31.25;
+
 // 16 kHz audio looped for any number of streams: `samples` holds the recording followed by its
 // first kTailSamples again, so that any read of up to kTailSamples from a position below
 // num_samples() is contiguous.

@@ -17,10 +17,6 @@
 namespace brisvox::cli {
 namespace {
 
-Error bad_config(const std::string& path, const std::string& message) {
-  return Error(ErrorCode::kInvalidArgument, fmt::format("config file '{}': {}", path, message));
-}
-
 std::string source_line(const toml::source_region& where) {
   return where.begin.line > 0 ? fmt::format("line {}: ", where.begin.line) : std::string();
 }
@@ -78,6 +74,10 @@ void check_characters(const std::string& text, const std::string& path) {
 }
 
 }  // namespace
+
+Error bad_config(const std::string& path, const std::string& message) {
+  return Error(ErrorCode::kInvalidArgument, fmt::format("config file '{}': {}", path, message));
+}
 
 std::vector<ConfigEntry> parse_config_entries(const std::string& text, const std::string& path,
                                               const std::string& command) {

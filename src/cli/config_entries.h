@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/error.h"
+
 namespace brisvox::cli {
 
 struct ConfigEntry {
@@ -21,5 +23,8 @@ struct ConfigEntry {
 // (a date, an inline table, an array of arrays).
 std::vector<ConfigEntry> parse_config_entries(const std::string& text, const std::string& path,
                                               const std::string& command);
+
+// The error of a configuration file: kInvalidArgument, naming the file.
+Error bad_config(const std::string& path, const std::string& message);
 
 }  // namespace brisvox::cli

@@ -17,10 +17,6 @@ namespace {
 // by mistake) and is refused before it is read, not read whole and then ignored.
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 
-Error bad_config(const std::string& path, const std::string& message) {
-  return Error(ErrorCode::kInvalidArgument, fmt::format("config file '{}': {}", path, message));
-}
-
 // The file's text. Only a regular file: a FIFO would block the start until someone writes to it,
 // a device would be read without end.
 std::string read_config(const std::string& path) {

@@ -21,18 +21,13 @@
 
 #include "brisvox/audio/wav_writer.h"
 #include "brisvox/error.h"
+#include "test_files.h"
+#include "test_paths.h"
 
 namespace brisvox {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kSampleWav = std::string(BRISVOX_THIRD_PARTY_DIR) + "/audio/sample.wav";
-
-std::vector<char> read_bytes(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 void write_bytes(const fs::path& path, const void* data, std::size_t size) {
   std::ofstream f(path, std::ios::binary);
@@ -109,17 +104,17 @@ class AudioFileTest : public ::testing::Test {
 };
 
 TEST_F(AudioFileTest, ReadsTheBundledSpeechSample) {
-  if (!fs::exists(kSampleWav)) GTEST_SKIP() << kSampleWav << " missing: run scripts/setup.sh";
-  const Audio audio = load_audio(kSampleWav);
+  if (!fs::exists(test::sample_wav())) GTEST_SKIP() << test::sample_wav() << " missing: run scripts/setup.sh";
+  const Audio audio = load_audio(test::sample_wav());
   // As soxi reports it: 16000 Hz, 1 channel, 16-bit, 454880 samples (28.43 s).
   EXPECT_EQ(audio.sample_rate_hz, 16000);
   EXPECT_EQ(audio.num_channels_in_source, 1);
-  EXPECT_EQ(audio.source, kSampleWav);
+  EXPECT_EQ(audio.source, test::sample_wav());
   ASSERT_EQ(audio.samples.size(), 454880u);
   EXPECT_NEAR(audio.duration_s(), 28.43, 0.001);
 
   // Every sample equals the file's 16-bit little-endian data (a canonical 44-byte header) / 32768.
-  const auto bytes = read_bytes(kSampleWav);
+  const auto bytes = test::read_bytes(test::sample_wav());
   ASSERT_EQ(bytes.size(), 44u + 2u * audio.samples.size());
   float peak = 0.0f;
   for (std::size_t i = 0; i < audio.samples.size(); ++i) {
@@ -230,7 +225,7 @@ TEST_F(AudioFileTest, RejectsNanInAFloatWavWithIndexTimeAndByteOffset) {
     const auto pos = message.find("byte offset ");
     ASSERT_NE(pos, std::string::npos) << message;
     const std::size_t offset = std::stoul(message.substr(pos + 12));
-    const auto bytes = read_bytes(path("nan.wav"));
+    const auto bytes = test::read_bytes(path("nan.wav"));
     ASSERT_LE(offset + 4, bytes.size());
     float value = 0;
     std::memcpy(&value, bytes.data() + offset, 4);
@@ -282,7 +277,7 @@ TEST_F(AudioFileTest, ZeroLengthWavIsBadAudio) {
 TEST_F(AudioFileTest, TruncatedWavIsBadAudioNamingWhereItEnds) {
   ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
                            sine_shorts(1600, 440.0, 16000, 0.5)));
-  auto bytes = read_bytes(path("full.wav"));
+  auto bytes = test::read_bytes(path("full.wav"));
   ASSERT_EQ(bytes.size(), 44u + 3200u);
   // libsndfile alone would read the 478 samples present and say nothing.
   write_bytes(path("cut.wav"), bytes.data(), 1000);
@@ -298,7 +293,7 @@ TEST_F(AudioFileTest, StreamedWavWithUnpatchedSizeIsAccepted) {
   // Writers that stream a WAV and never seek back leave 0xFFFFFFFF as the data size.
   ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
                            sine_shorts(800, 440.0, 16000, 0.5)));
-  auto bytes = read_bytes(path("full.wav"));
+  auto bytes = test::read_bytes(path("full.wav"));
   std::memset(bytes.data() + 40, 0xFF, 4);
   write_bytes(path("streamed.wav"), bytes.data(), bytes.size());
   EXPECT_EQ(load_audio(path("streamed.wav")).samples.size(), 800u);
@@ -307,7 +302,7 @@ TEST_F(AudioFileTest, StreamedWavWithUnpatchedSizeIsAccepted) {
 TEST_F(AudioFileTest, TruncatedFlacIsBadAudio) {
   ASSERT_TRUE(write_shorts(path("full.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1,
                            sine_shorts(16000, 440.0, 16000, 0.5)));
-  auto bytes = read_bytes(path("full.flac"));
+  auto bytes = test::read_bytes(path("full.flac"));
   write_bytes(path("cut.flac"), bytes.data(), bytes.size() / 2);
   expect_error([&] { load_audio(path("cut.flac")); }, ErrorCode::kBadAudio, path("cut.flac"));
 }
@@ -319,7 +314,7 @@ TEST_F(AudioFileTest, TruncatedOggIsBadAudio) {
     GTEST_SKIP() << "this libsndfile cannot write Ogg Vorbis";
   }
   EXPECT_EQ(load_audio(path("full.ogg")).samples.size(), tone.size());
-  auto bytes = read_bytes(path("full.ogg"));
+  auto bytes = test::read_bytes(path("full.ogg"));
   write_bytes(path("cut.ogg"), bytes.data(), bytes.size() * 2 / 3);
   expect_error([&] { load_audio(path("cut.ogg")); }, ErrorCode::kBadAudio, "is truncated or corrupt: its last");
   // Cut exactly after a complete page that is not the last: no end-of-stream flag.
@@ -349,7 +344,7 @@ TEST_F(AudioFileTest, GarbageIsUnsupportedAudio) {
 TEST_F(AudioFileTest, MemoryReadsEqualFileReads) {
   ASSERT_TRUE(write_shorts(path("full.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 2,
                            sine_shorts(3200, 440.0, 16000, 0.5)));
-  const auto flac = read_bytes(path("full.flac"));
+  const auto flac = test::read_bytes(path("full.flac"));
   const Audio from_memory = read_audio_memory(std::as_bytes(std::span(flac)), "body");
   const Audio from_file = read_audio_file(path("full.flac"));
   EXPECT_EQ(from_memory.samples, from_file.samples);
@@ -359,7 +354,7 @@ TEST_F(AudioFileTest, MemoryReadsEqualFileReads) {
 
   ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
                            sine_shorts(1600, 440.0, 16000, 0.5)));
-  const auto wav = read_bytes(path("full.wav"));
+  const auto wav = test::read_bytes(path("full.wav"));
   const auto first = [&](std::size_t n) { return std::as_bytes(std::span(wav.data(), n)); };
   expect_error([&] { read_audio_memory(first(1000), "body"); }, ErrorCode::kBadAudio, "'body'",
                "truncated: its header declares 3200 bytes of audio from byte offset 44, but the "
@@ -375,7 +370,7 @@ TEST_F(AudioFileTest, MemoryReadsEqualFileReads) {
 TEST_F(AudioFileTest, MemoryReadRefusesAudioLongerThanTheLimit) {
   ASSERT_TRUE(write_shorts(path("two.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1,
                            sine_shorts(32000, 440.0, 16000, 0.5)));
-  const auto flac = read_bytes(path("two.flac"));
+  const auto flac = test::read_bytes(path("two.flac"));
   const auto bytes = std::as_bytes(std::span(flac));
   EXPECT_EQ(read_audio_memory(bytes, "body", 2.0).samples.size(), 32000u);
   EXPECT_EQ(read_audio_memory(bytes, "body", 0).samples.size(), 32000u);  // 0: no limit
@@ -384,7 +379,7 @@ TEST_F(AudioFileTest, MemoryReadRefusesAudioLongerThanTheLimit) {
 
   ASSERT_TRUE(write_shorts(path("full.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1,
                            sine_shorts(8000, 440.0, 16000, 0.5)));
-  auto wav = read_bytes(path("full.wav"));
+  auto wav = test::read_bytes(path("full.wav"));
   std::memset(wav.data() + 40, 0xFF, 4);  // the data size of a streamed WAV: not declared
   const auto streamed = std::as_bytes(std::span(wav));
   EXPECT_EQ(read_audio_memory(streamed, "body", 1.0).samples.size(), 8000u);
@@ -432,7 +427,7 @@ TEST_F(AudioFileTest, AListChunkThatWrapsLibsndfilesCountIsIgnored) {
   const Audio plain = read_audio_file(path("plain.wav"));
   const std::string looping_list = riff_chunk("LIST", "INFO" + std::string("IXYZ") + u32le(0xFFFFFFF4u) +
                                                           std::string(16, '\0'));
-  const std::string wav = wav_with(read_bytes(path("plain.wav")), looping_list, "");
+  const std::string wav = wav_with(test::read_bytes(path("plain.wav")), looping_list, "");
   write_bytes(path("list.wav"), wav.data(), wav.size());
   EXPECT_EQ(read_audio_file(path("list.wav")).samples, plain.samples);
   EXPECT_EQ(read_audio_memory(std::as_bytes(std::span(wav)), "body").samples, plain.samples);
@@ -445,7 +440,7 @@ TEST_F(AudioFileTest, MetadataChunksBeforeAndAfterTheDataChangeNothing) {
   const std::string info = riff_chunk("LIST", "INFO" + riff_chunk("ISFT", "brisvox test") + riff_chunk("INAM", "x"));
   const std::string before = info + riff_chunk("JUNK", std::string(7, '\0')) + riff_chunk("cue ", u32le(0));
   const std::string after = info + riff_chunk("id3 ", "tag");
-  const std::string wav = wav_with(read_bytes(path("plain.wav")), before, after);
+  const std::string wav = wav_with(test::read_bytes(path("plain.wav")), before, after);
   write_bytes(path("meta.wav"), wav.data(), wav.size());
   const Audio a = read_audio_file(path("meta.wav"));
   EXPECT_EQ(a.samples, plain.samples);
@@ -453,7 +448,7 @@ TEST_F(AudioFileTest, MetadataChunksBeforeAndAfterTheDataChangeNothing) {
   // A writer that leaves out the pad byte after an odd-sized chunk.
   std::string unpadded = riff_chunk("ISFT", "odd");
   unpadded.pop_back();
-  const std::string sloppy = wav_with(read_bytes(path("plain.wav")), unpadded, "");
+  const std::string sloppy = wav_with(test::read_bytes(path("plain.wav")), unpadded, "");
   EXPECT_EQ(read_audio_memory(std::as_bytes(std::span(sloppy)), "body").samples, plain.samples);
 }
 
@@ -462,14 +457,14 @@ TEST_F(AudioFileTest, AChunkBeforeTheDataThatRunsPastTheEndIsNamed) {
                            sine_shorts(1600, 440.0, 16000, 0.5)));
   std::string huge_list = riff_chunk("LIST", "INFO");
   huge_list.replace(4, 4, u32le(0xFFFF0011u));
-  const std::string wav = wav_with(read_bytes(path("plain.wav")), huge_list, "");
+  const std::string wav = wav_with(test::read_bytes(path("plain.wav")), huge_list, "");
   write_bytes(path("huge.wav"), wav.data(), wav.size());
   expect_error([&] { read_audio_file(path("huge.wav")); }, ErrorCode::kBadAudio, path("huge.wav"),
                "corrupt WAV file: its 'LIST' chunk at byte offset 36 declares 4294901777 bytes, past the end "
                "of the file at byte offset " + std::to_string(wav.size()));
   expect_error([&] { read_audio_memory(std::as_bytes(std::span(wav)), "body"); }, ErrorCode::kBadAudio,
                "'body'", "'LIST' chunk at byte offset 36");
-  const std::string no_data = "RIFF" + u32le(28) + "WAVE" + std::string(read_bytes(path("plain.wav")).data() + 12, 24);
+  const std::string no_data = "RIFF" + u32le(28) + "WAVE" + std::string(test::read_bytes(path("plain.wav")).data() + 12, 24);
   expect_error([&] { read_audio_memory(std::as_bytes(std::span(no_data)), "body"); }, ErrorCode::kBadAudio,
                "'body'", "no 'data' chunk");
 }
@@ -483,7 +478,7 @@ TEST_F(AudioFileTest, Rf64IsReadThroughItsDs64Sizes) {
   const Audio rf64 = read_audio_file(path("long.rf64"));
   EXPECT_EQ(rf64.samples, read_audio_file(path("plain.wav")).samples);
   // Cut short: the ds64 data size says how much is missing.
-  const auto bytes = read_bytes(path("long.rf64"));
+  const auto bytes = test::read_bytes(path("long.rf64"));
   expect_error([&] { read_audio_memory(std::as_bytes(std::span(bytes.data(), bytes.size() - 1000)), "body"); },
                ErrorCode::kBadAudio, "'body'", "truncated: its header declares 8000 bytes of audio");
   // Found by fuzz/audio_file_fuzzer (regression-rf64-ds64-huge-data-size.wav): a 'ds64' data size
@@ -527,7 +522,7 @@ TEST_F(AudioFileTest, RareContainersAreRefusedBeforeLibsndfileReadsThem) {
   }
   // A big-endian WAV (RIFX) is not walked by riff_wave.h, so it is not opened either.
   ASSERT_TRUE(write_shorts(path("plain.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, shorts));
-  auto rifx = read_bytes(path("plain.wav"));
+  auto rifx = test::read_bytes(path("plain.wav"));
   std::memcpy(rifx.data(), "RIFX", 4);
   expect_error([&] { read_audio_memory(std::as_bytes(std::span(rifx)), "body"); }, ErrorCode::kUnsupportedAudio,
                "'body'", "not in a recognised format");
@@ -538,12 +533,12 @@ TEST_F(AudioFileTest, AnId3TagMayOnlyPrecedeFlacOrMp3) {
   const auto shorts = sine_shorts(1600, 440.0, 16000, 0.5);
   std::string tag = std::string("ID3\x04\x00\x00", 6) + std::string("\x00\x00\x00\x0a", 4) + std::string(10, '\0');
   ASSERT_TRUE(write_shorts(path("a.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, shorts));
-  const auto flac = read_bytes(path("a.flac"));
+  const auto flac = test::read_bytes(path("a.flac"));
   const std::string tagged_flac = tag + std::string(flac.begin(), flac.end());
   EXPECT_EQ(read_audio_memory(std::as_bytes(std::span(tagged_flac)), "body").samples,
             read_audio_file(path("a.flac")).samples);
   ASSERT_TRUE(write_shorts(path("a.wav"), SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, shorts));
-  const auto wav = read_bytes(path("a.wav"));
+  const auto wav = test::read_bytes(path("a.wav"));
   const std::string tagged_wav = tag + std::string(wav.begin(), wav.end());
   expect_error([&] { read_audio_memory(std::as_bytes(std::span(tagged_wav)), "body"); },
                ErrorCode::kUnsupportedAudio, "'body'", "not in a recognised format");
@@ -551,7 +546,7 @@ TEST_F(AudioFileTest, AnId3TagMayOnlyPrecedeFlacOrMp3) {
 
 // Pipes and devices have no size and no random access: their bytes are read first.
 TEST_F(AudioFileTest, ReadsAWavFromAPipe) {
-  const auto wav = read_bytes(kSampleWav);
+  const auto wav = test::read_bytes(test::sample_wav());
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   std::thread writer([&] {
@@ -567,7 +562,7 @@ TEST_F(AudioFileTest, ReadsAWavFromAPipe) {
   const Audio from_pipe = read_audio_file(pipe_path);
   writer.join();
   ::close(fds[0]);
-  EXPECT_EQ(from_pipe.samples, read_audio_file(kSampleWav).samples);
+  EXPECT_EQ(from_pipe.samples, read_audio_file(test::sample_wav()).samples);
   EXPECT_EQ(from_pipe.source, pipe_path);
 }
 

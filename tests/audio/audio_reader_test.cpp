@@ -16,15 +16,15 @@
 
 #include "brisvox/audio/audio_file.h"
 #include "brisvox/error.h"
+#include "test_files.h"
+#include "test_paths.h"
 
 namespace brisvox {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSampleWav = std::string(BRISVOX_THIRD_PARTY_DIR) + "/audio/sample.wav";
-
-void write_shorts(const fs::path& path, int format, int rate_hz, int num_channels, const std::vector<short>& interleaved) {
+void write_pcm16_file(const fs::path& path, int format, int rate_hz, int num_channels, const std::vector<short>& interleaved) {
   SF_INFO info{};
   info.samplerate = rate_hz;
   info.channels = num_channels;
@@ -34,11 +34,6 @@ void write_shorts(const fs::path& path, int format, int rate_hz, int num_channel
   const sf_count_t num_frames = static_cast<sf_count_t>(interleaved.size()) / num_channels;
   ASSERT_EQ(sf_writef_short(file, interleaved.data(), num_frames), num_frames);
   sf_close(file);
-}
-
-std::vector<char> read_bytes(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 // Everything read_mono gives in blocks of `block` samples.
@@ -62,9 +57,9 @@ class AudioReaderTest : public ::testing::Test {
 };
 
 TEST_F(AudioReaderTest, BlocksOfAnySizeGiveTheWholeFile) {
-  const Audio whole = read_audio_file(kSampleWav);
+  const Audio whole = read_audio_file(test::sample_wav());
   for (const std::size_t block : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
-    AudioReader reader = AudioReader::open(kSampleWav);
+    AudioReader reader = AudioReader::open(test::sample_wav());
     EXPECT_EQ(reader.sample_rate_hz(), 16000);
     EXPECT_EQ(reader.num_channels(), 1);
     ASSERT_TRUE(reader.num_frames().has_value());
@@ -80,7 +75,7 @@ TEST_F(AudioReaderTest, ChannelsAloneOrMixed) {
   // Left 1000, right -3000 (in 16-bit units): alone they are themselves, mixed their mean.
   std::vector<short> frames;
   for (int i = 0; i < 10000; ++i) frames.insert(frames.end(), {1000, -3000});
-  write_shorts(path("call.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 8000, 2, frames);
+  write_pcm16_file(path("call.flac"), SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 8000, 2, frames);
   for (const int channel : {-1, 0, 1}) {
     AudioReader reader = AudioReader::open(path("call.flac"));
     EXPECT_EQ(reader.num_channels(), 2);
@@ -106,8 +101,8 @@ TEST_F(AudioReaderTest, ChannelsAloneOrMixed) {
 
 // A FLAC whose STREAMINFO says 0 samples ("unknown", as streaming encoders write it).
 std::vector<char> flac_without_length(const fs::path& file, const std::vector<short>& samples) {
-  write_shorts(file, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, samples);
-  auto flac = read_bytes(file);
+  write_pcm16_file(file, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, samples);
+  auto flac = test::read_bytes(file);
   EXPECT_GT(flac.size(), 26u);
   // STREAMINFO starts at byte 8; its 36-bit total-samples field is the low 4 bits of byte 21 and
   // bytes 22-25.

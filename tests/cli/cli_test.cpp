@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_process.h"
+#include "cli_run.h"
 #include "test_paths.h"
 
 namespace brisvox::test {
@@ -30,25 +30,12 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kCli = BRISVOX_CLI_PATH;
 const std::string kPrompts = "/usr/share/asterisk/sounds/en_US_f_Allison";
 
 // Largest |brisvox - reference| allowed for a window's speech probability.
 constexpr double kProbTolerance = 1e-4;
 // Segment edges are whole samples; as seconds they must agree far below one sample (1/16000 s).
 constexpr double kEdgeTolerance_s = 1e-9;
-
-ProcessResult brisvox(std::vector<std::string> args) {
-  args.insert(args.begin(), kCli);
-  return run_process(args);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -57,13 +44,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   while (std::getline(in, part, sep)) parts.push_back(part);
   if (!s.empty() && s.back() == sep) parts.emplace_back();
   return parts;
-}
-
-// One JSON object per line of `out`.
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> docs;
-  for (const std::string& line : lines_of(out)) docs.push_back(json::parse(line));
-  return docs;
 }
 
 json read_json(const std::string& path) {

@@ -14,33 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "cli_process.h"
+#include "cli_run.h"
 #include "test_paths.h"
 
 namespace brisvox::test {
 namespace {
 
 using nlohmann::json;
-
-const std::string kCli = BRISVOX_CLI_PATH;
-
-ProcessResult brisvox(std::vector<std::string> args, const std::string& stdin_path = "/dev/null") {
-  args.insert(args.begin(), kCli);
-  return run_process(args, stdin_path);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<json> json_lines(const std::string& out) {
-  std::vector<json> docs;
-  for (const std::string& line : lines_of(out)) docs.push_back(json::parse(line));
-  return docs;
-}
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -78,8 +78,6 @@ class Reader {
   char32_t ungot_ = 0;
 };
 
-std::size_t utf8_length(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
-
 constexpr int kBufferBytes = 800;  // N_TR_SOURCE: espeak-ng breaks longer clauses
 
 struct ClauseEnd {

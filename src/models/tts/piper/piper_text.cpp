@@ -10,8 +10,6 @@
 namespace brisvox::tts {
 namespace {
 
-std::size_t utf8_length(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
-
 std::string utf8_spaced(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());

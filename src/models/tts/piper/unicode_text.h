@@ -17,6 +17,8 @@ namespace brisvox::tts {
 std::u32string decode_utf8(std::string_view text);
 std::string encode_utf8(std::u32string_view text);
 void append_utf8(char32_t c, std::string& out);
+// The bytes of c in UTF-8.
+inline std::size_t utf8_length(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
 
 // Canonical decomposition (NFD) of the precomposed Latin letters (nfd_table.inc); every other
 // code point is copied unchanged.
