@@ -17,12 +17,12 @@ using formats::rttm_id;
 
 namespace {
 
-struct FormatNames {
+struct SegmentFormatName {
   SegmentFormat format;
   std::string_view name;       // --format's
   std::string_view extension;  // of -o files (Audacity reads labels from .txt)
 };
-constexpr FormatNames kFormats[] = {{SegmentFormat::kJson, "json", ".json"},
+constexpr SegmentFormatName kSegmentFormats[] = {{SegmentFormat::kJson, "json", ".json"},
                                     {SegmentFormat::kCsv, "csv", ".csv"},
                                     {SegmentFormat::kRttm, "rttm", ".rttm"},
                                     {SegmentFormat::kAudacity, "audacity", ".txt"}};
@@ -55,14 +55,14 @@ std::string_view reason_text(const Verdict& v) {
 }  // namespace
 
 SegmentFormat parse_segment_format(std::string_view name) {
-  for (const FormatNames& f : kFormats) {
+  for (const SegmentFormatName& f : kSegmentFormats) {
     if (name == f.name) return f.format;
   }
   throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown format '{}': use json, csv, rttm or audacity", name));
 }
 
 std::string_view file_extension(SegmentFormat format) {
-  for (const FormatNames& f : kFormats) {
+  for (const SegmentFormatName& f : kSegmentFormats) {
     if (f.format == format) return f.extension;
   }
   return ".txt";

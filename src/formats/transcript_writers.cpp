@@ -13,12 +13,12 @@ namespace brisvox {
 
 namespace {
 
-struct FormatNames {
+struct TranscriptFormatName {
   TranscriptFormat format;
   std::string_view name;       // --format's
   std::string_view extension;  // of -o files
 };
-constexpr FormatNames kFormats[] = {{TranscriptFormat::kJson, "json", ".json"},
+constexpr TranscriptFormatName kTranscriptFormats[] = {{TranscriptFormat::kJson, "json", ".json"},
                                     {TranscriptFormat::kTxt, "txt", ".txt"},
                                     {TranscriptFormat::kSrt, "srt", ".srt"},
                                     {TranscriptFormat::kVtt, "vtt", ".vtt"}};
@@ -45,14 +45,14 @@ void write_subtitles(std::FILE* out, bool vtt, const OfflineResult& r) {
 }  // namespace
 
 TranscriptFormat parse_transcript_format(std::string_view name) {
-  for (const FormatNames& f : kFormats) {
+  for (const TranscriptFormatName& f : kTranscriptFormats) {
     if (name == f.name) return f.format;
   }
   throw Error(ErrorCode::kInvalidArgument, fmt::format("unknown format '{}': use json, txt, srt or vtt", name));
 }
 
 std::string_view file_extension(TranscriptFormat format) noexcept {
-  for (const FormatNames& f : kFormats) {
+  for (const TranscriptFormatName& f : kTranscriptFormats) {
     if (f.format == format) return f.extension;
   }
   return ".txt";

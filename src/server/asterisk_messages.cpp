@@ -37,7 +37,7 @@ std::string bounded_report(std::string text) {
 
 // The plain-text format: NAME key:value key:value ... (a value runs to the next space), or
 // MEDIA_BUFFERING_COMPLETED ID.
-std::string read_plain(std::string_view text, StreamMessage& m) {
+std::string read_asterisk_plain(std::string_view text, StreamMessage& m) {
   const std::size_t space = text.find(' ');
   m.event_name = std::string(text.substr(0, space));
   if (m.event_name.size() > kMaxAsteriskFieldBytes) return "an event name longer than 256 bytes";
@@ -90,7 +90,7 @@ std::string read_plain(std::string_view text, StreamMessage& m) {
   return {};
 }
 
-std::string read_json(const Json& j, StreamMessage& m) {
+std::string read_asterisk_json(const Json& j, StreamMessage& m) {
   const auto event = j.find("event");
   if (event == j.end() || !event->is_string() || event->get_ref<const std::string&>().size() > kMaxAsteriskFieldBytes) {
     return "a JSON message must be an object with an \"event\" (a short string)";
@@ -146,12 +146,12 @@ StreamMessage parse_asterisk_message(std::string_view text) {
       m.error = printable("not JSON: " + parsed.error.substr(0, 200));
       return m;
     }
-    error = parsed.value.is_object() ? read_json(parsed.value, m)
+    error = parsed.value.is_object() ? read_asterisk_json(parsed.value, m)
                                      : "a JSON message must be an object with an \"event\" (a short string)";
   } else if (text.empty()) {
     error = "an empty message";
   } else {
-    error = read_plain(text, m);
+    error = read_asterisk_plain(text, m);
   }
   if (!error.empty()) {
     // The event name is the peer's.

@@ -7,16 +7,16 @@
 namespace brisvox::server {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
 
 constexpr std::string_view kKinds = "speak, cancel, mark or hangup";
 
 }  // namespace
 
 std::string call_start_message(const CallStartInfo& info) {
-  Json j;
+  OrderedJson j;
   j["type"] = "call_start";
   j["provider"] = info.provider;
   j["call_id"] = info.call_id;
@@ -24,17 +24,17 @@ std::string call_start_message(const CallStartInfo& info) {
   if (!info.account_id.empty()) j["account_id"] = info.account_id;
   j["session_id"] = info.session_id;
   j["listen_only"] = info.listen_only;
-  j["parameters"] = Json::object();
+  j["parameters"] = OrderedJson::object();
   if (info.parameters != nullptr) {
     for (const auto& [name, value] : *info.parameters) j["parameters"][name] = value;
   }
   return dump(j);
 }
 
-std::string dtmf_message(std::string_view digit) { return dump(Json{{"type", "dtmf"}, {"digit", digit}}); }
+std::string dtmf_message(std::string_view digit) { return dump(OrderedJson{{"type", "dtmf"}, {"digit", digit}}); }
 
 std::string call_end_message(std::string_view reason, std::string_view detail) {
-  Json j{{"type", "call_end"}, {"reason", reason}};
+  OrderedJson j{{"type", "call_end"}, {"reason", reason}};
   if (!detail.empty()) j["detail"] = detail;
   return dump(j);
 }

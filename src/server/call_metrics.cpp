@@ -9,7 +9,7 @@ namespace {
 
 // Time to first audio: 10 ms to 10 s (a first clause takes tens of ms of a core; queued behind
 // other calls' first sentences, more).
-constexpr double kFirstAudioBoundsS[] = {0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10};
+constexpr double kCallFirstAudioBoundsS[] = {0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10};
 
 }  // namespace
 
@@ -36,7 +36,7 @@ std::string render_call_metrics(const CallMetrics& m) {
                  m.barge_ins.load());
   fmt::format_to(it, "# HELP brisvox_call_first_audio_seconds From a speak accepted to its first audio handed to "
                      "the socket.\n# TYPE brisvox_call_first_audio_seconds histogram\n");
-  for (double bound : kFirstAudioBoundsS) {
+  for (double bound : kCallFirstAudioBoundsS) {
     fmt::format_to(it, "brisvox_call_first_audio_seconds_bucket{{le=\"{}\"}} {}\n", bound,
                    m.first_audio.count_at_most(bound * 1e6));
   }

@@ -10,7 +10,7 @@
 namespace brisvox::server {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+[[noreturn]] void bad_call_parameter(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
 constexpr std::string_view kCallKeys =
     "voice, length_scale, noise_scale, noise_w_scale, speaker_id, volume, fast_start, barge_in, barge_in_min_ms, "
@@ -24,7 +24,7 @@ int int_in(const std::string& key, const std::string& value, int lo, int hi) {
     if (used == value.size() && v >= lo && v <= hi) return static_cast<int>(v);
   } catch (const std::exception&) {
   }
-  fail(fmt::format("query key '{}' must be an integer {} to {}, got '{}'", key, lo, hi, value));
+  bad_call_parameter(fmt::format("query key '{}' must be an integer {} to {}, got '{}'", key, lo, hi, value));
 }
 
 }  // namespace
@@ -40,7 +40,7 @@ CallRequest parse_call_request(std::string_view query) {
       r.barge_in.min_speech_ms = int_in(key, value, 32, 10000);
     } else if (key == "barge_in_on") {
       if (value != "speech" && value != "turn_end") {
-        fail(fmt::format("query key 'barge_in_on' must be speech or turn_end, got '{}'", value));
+        bad_call_parameter(fmt::format("query key 'barge_in_on' must be speech or turn_end, got '{}'", value));
       }
       r.barge_in.on_turn_end = value == "turn_end";
     } else if (key == "playout_lead_ms") {
@@ -52,7 +52,7 @@ CallRequest parse_call_request(std::string_view query) {
   r.audio = parse_audio_request(caller, AudioEndpoint::kCall, kCallKeys);
   r.voice.tag = r.audio.tag;
   if (r.barge_in.enabled && r.barge_in.on_turn_end && !r.audio.stream.turn) {
-    fail("barge_in_on=turn_end interrupts when the caller's turn ends: add events=turn");
+    bad_call_parameter("barge_in_on=turn_end interrupts when the caller's turn ends: add events=turn");
   }
   return r;
 }

@@ -9,14 +9,14 @@
 namespace brisvox::server {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
 
 // A speech session's settings, as /v1/tts's ready message and /v1/call's say them: the voice's
 // settings as the client gave them (speaker_id an integer).
-Json speech_settings(std::string_view voice, int sample_rate_hz, std::string_view encoding, const SpeechConfig& s) {
-  Json j;
+OrderedJson speech_settings(std::string_view voice, int sample_rate_hz, std::string_view encoding, const SpeechConfig& s) {
+  OrderedJson j;
   j["voice"] = voice;
   j["sample_rate"] = sample_rate_hz;
   j["encoding"] = encoding;
@@ -33,13 +33,13 @@ Json speech_settings(std::string_view voice, int sample_rate_hz, std::string_vie
 }
 
 // A stream's effective configuration, as /v1/stream's ready message and /v1/call's say it.
-Json stream_config(const AudioRequest& request, const StreamConfig& s) {
+OrderedJson stream_config(const AudioRequest& request, const StreamConfig& s) {
   const SegmenterParams& p = s.vad.params;
-  Json c;
+  OrderedJson c;
   c["sample_rate"] = s.sample_rate_hz;
   c["encoding"] = to_string(request.encoding);
   c["model_rate"] = s.vad.model_rate_hz;
-  c["events"] = Json::array();
+  c["events"] = OrderedJson::array();
   if (s.vad.emit_probabilities) c["events"].push_back("vad");
   if (s.turn) {
     c["events"].push_back("turn");
@@ -65,8 +65,8 @@ Json stream_config(const AudioRequest& request, const StreamConfig& s) {
   return c;
 }
 
-Json audio_limits(const ServerLimits& limits) {
-  Json l;
+OrderedJson audio_limits(const ServerLimits& limits) {
+  OrderedJson l;
   l["max_message_bytes"] = limits.max_message_bytes;
   l["max_rate"] = limits.max_rate;
   l["burst_s"] = limits.burst_s;
@@ -78,7 +78,7 @@ Json audio_limits(const ServerLimits& limits) {
 
 std::string ready_message(std::uint64_t session_id, const AudioRequest& request, const StreamConfig& s,
                           const ServerLimits& limits) {
-  Json j;
+  OrderedJson j;
   j["type"] = "ready";
   j["id"] = session_id;
   if (!request.tag.empty()) j["tag"] = request.tag;
@@ -88,18 +88,18 @@ std::string ready_message(std::uint64_t session_id, const AudioRequest& request,
 }
 
 std::string call_ready_message(std::uint64_t session_id, const CallReady& call, const ServerLimits& limits) {
-  Json j;
+  OrderedJson j;
   j["type"] = "ready";
   j["id"] = session_id;
   if (!call.request.audio.tag.empty()) j["tag"] = call.request.audio.tag;
-  Json c = stream_config(call.request.audio, call.stream);
+  OrderedJson c = stream_config(call.request.audio, call.stream);
   const SpeechConfig& v = call.request.voice.speech;
   c["speech"] = speech_settings(call.voice, call.speech_rate_hz, to_string(call.request.audio.encoding), v);
   const BargeInOptions& b = call.request.barge_in;
   c["barge_in"] = {{"enabled", b.enabled}, {"min_ms", b.min_speech_ms}, {"on", b.on_turn_end ? "turn_end" : "speech"}};
   c["playout_lead_ms"] = call.request.playout_lead_ms;
   j["config"] = std::move(c);
-  Json l = audio_limits(limits);
+  OrderedJson l = audio_limits(limits);
   l["max_text_bytes"] = call.max_text_bytes;
   l["max_queued"] = v.max_queued;
   j["limits"] = std::move(l);
@@ -107,7 +107,7 @@ std::string call_ready_message(std::uint64_t session_id, const CallReady& call, 
 }
 
 std::string tts_ready_message(std::uint64_t session_id, const TtsReady& tts, const ServerLimits& limits) {
-  Json j;
+  OrderedJson j;
   j["type"] = "ready";
   j["id"] = session_id;
   j["config"] = speech_settings(tts.voice, tts.sample_rate_hz, "pcm_s16le", tts.speech);
@@ -142,7 +142,7 @@ std::string turn_incomplete_message(double start_s, double end_s, float probabil
 }
 
 std::string transcript_message(double start_s, double end_s, const Transcript& t) {
-  Json j;
+  OrderedJson j;
   j["type"] = "transcript";
   j["start"] = start_s;
   j["end"] = end_s;
@@ -165,7 +165,7 @@ std::string overload_message(std::uint32_t backlog_ms, std::uint64_t rejected_sa
 }
 
 std::string error_message(std::string_view code, std::string_view message) {
-  Json j;
+  OrderedJson j;
   j["type"] = "error";
   j["code"] = std::string(code);
   j["message"] = std::string(message);
@@ -177,7 +177,7 @@ std::string flushed_message(double end_s) { return fmt::format(R"({{"type":"flus
 std::string reset_message() { return R"({"type":"reset"})"; }
 
 std::string http_error_body(std::string_view code, std::string_view message) {
-  Json j;
+  OrderedJson j;
   j["error"]["code"] = std::string(code);
   j["error"]["message"] = std::string(message);
   return dump(j) + "\n";
@@ -207,7 +207,7 @@ std::string mark_message(std::string_view name_json) {
 }
 
 std::string speak_error_message(std::string_view code, std::string_view message, std::string_view id_json) {
-  Json j;
+  OrderedJson j;
   j["type"] = "error";
   j["code"] = std::string(code);
   j["message"] = std::string(message);

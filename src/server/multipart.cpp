@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kHint = "send the audio as the form field 'file' (curl -F file=@call.wav), or as the raw body";
 
-[[noreturn]] void fail(const std::string& what) {
+[[noreturn]] void bad_form(const std::string& what) {
   throw Error(ErrorCode::kInvalidArgument, fmt::format("multipart/form-data body: {}; {}", what, kHint));
 }
 
@@ -28,13 +28,13 @@ void for_each_form_part(std::string_view body, std::string_view content_type,
                         const std::function<bool(const FormPart&)>& visit) {
   const std::optional<std::string> boundary = header_param(content_type, "boundary");
   // RFC 2046: 1 to 70 characters.
-  if (!boundary || boundary->empty() || boundary->size() > 70) fail("the Content-Type has no valid boundary");
+  if (!boundary || boundary->empty() || boundary->size() > 70) bad_form("the Content-Type has no valid boundary");
   const std::string delimiter = "--" + *boundary;
   // The first delimiter: at the start, or after a preamble ending in CRLF.
   std::size_t pos = 0;
   if (body.substr(0, delimiter.size()) != delimiter) {
     pos = body.find("\r\n" + delimiter);
-    if (pos == std::string_view::npos) fail(fmt::format("it does not contain its boundary '{}'", *boundary));
+    if (pos == std::string_view::npos) bad_form(fmt::format("it does not contain its boundary '{}'", *boundary));
     pos += 2;
   }
   const std::string next_delimiter = "\r\n" + delimiter;
@@ -43,11 +43,11 @@ void for_each_form_part(std::string_view body, std::string_view content_type,
     if (body.substr(pos, 2) == "--") break;  // the closing delimiter
     // Transport padding (spaces) may follow a delimiter, then CRLF.
     while (pos < body.size() && (body[pos] == ' ' || body[pos] == '\t')) ++pos;
-    if (body.substr(pos, 2) != "\r\n") fail("a boundary is not followed by a line end");
+    if (body.substr(pos, 2) != "\r\n") bad_form("a boundary is not followed by a line end");
     pos += 2;
     // From the line end just read: a part without headers is CRLF CRLF there.
     const std::size_t headers_end = body.find("\r\n\r\n", pos - 2);
-    if (headers_end == std::string_view::npos) fail("a part's headers do not end (no empty line)");
+    if (headers_end == std::string_view::npos) bad_form("a part's headers do not end (no empty line)");
     std::optional<std::string> name;
     std::string filename;
     for (std::size_t line = pos; line < headers_end + 2;) {
@@ -63,8 +63,8 @@ void for_each_form_part(std::string_view body, std::string_view content_type,
     }
     const std::size_t data_begin = headers_end + 4;
     const std::size_t data_end = body.find(next_delimiter, data_begin);
-    if (data_end == std::string_view::npos) fail("it is cut short: the closing boundary is missing");
-    if (!name) fail("a part has no Content-Disposition name");
+    if (data_end == std::string_view::npos) bad_form("it is cut short: the closing boundary is missing");
+    if (!name) bad_form("a part has no Content-Disposition name");
     if (!visit(FormPart{*name, filename, body.substr(data_begin, data_end - data_begin)})) return;
     pos = data_end + 2;
   }
@@ -91,7 +91,7 @@ FormFile form_field(std::string_view body, std::string_view content_type, std::s
     there += (there.empty() ? "'" : ", '") + (n.size() > kShownChars ? n.substr(0, kShownChars) + "..." : n) + "'";
   }
   if (names.size() > kShownNames) there += fmt::format(" and {} more", names.size() - kShownNames);
-  fail(fmt::format("it has no field '{}' (fields: {})", field, there.empty() ? std::string("none") : there));
+  bad_form(fmt::format("it has no field '{}' (fields: {})", field, there.empty() ? std::string("none") : there));
 }
 
 }  // namespace brisvox::server

@@ -18,7 +18,7 @@
 namespace brisvox::server {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // OpenAI's transcription models, as its clients name them (the `openai` package's AudioTranscription
 // and Realtime types; Pipecat's and LiveKit's defaults among them). gpt-4o-transcribe-diarize is
@@ -69,14 +69,14 @@ std::string_view openai_error_type(int status) {
 }
 
 std::string openai_error_body(int status, std::string_view message, std::string_view param, std::string_view code) {
-  Json e;
+  OrderedJson e;
   e["message"] = std::string(message);
   e["type"] = std::string(openai_error_type(status));
-  e["param"] = param.empty() ? Json(nullptr) : Json(std::string(param));
-  e["code"] = code.empty() ? Json(nullptr) : Json(std::string(code));
-  Json j;
+  e["param"] = param.empty() ? OrderedJson(nullptr) : OrderedJson(std::string(param));
+  e["code"] = code.empty() ? OrderedJson(nullptr) : OrderedJson(std::string(code));
+  OrderedJson j;
   j["error"] = std::move(e);
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
 std::string to_openai_error(int status, std::string_view body) {
@@ -104,7 +104,7 @@ std::optional<std::string> map_model_name(const EngineConfig& engine, ModelFamil
 }
 
 std::string models_list_json(const EngineConfig& engine) {
-  Json data = Json::array();
+  OrderedJson data = OrderedJson::array();
   auto add = [&](std::string_view id) {
     data.push_back({{"id", std::string(id)}, {"object", "model"}, {"created", 0}, {"owned_by", "brisvox"}});
   };
@@ -115,10 +115,10 @@ std::string models_list_json(const EngineConfig& engine) {
     }
     for (std::string_view stock : stock_names(family)) add(stock);
   }
-  Json j;
+  OrderedJson j;
   j["object"] = "list";
   j["data"] = std::move(data);
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
 OpenAiTranscriptFormat parse_openai_transcript_format(std::string_view name) {
@@ -249,16 +249,16 @@ OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFor
     case OpenAiTranscriptFormat::kVtt:
       return {"text/vtt; charset=utf-8", write_to_string(TranscriptFormat::kVtt, result)};
     case OpenAiTranscriptFormat::kJson: {
-      Json j;
+      OrderedJson j;
       j["text"] = transcript_text(result);
-      return {"application/json", j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"};
+      return {"application/json", j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n"};
     }
     case OpenAiTranscriptFormat::kVerboseJson:
       break;
   }
   // OpenAI's segment fields. brisvox keeps no token ids of a segment ("tokens" is empty) and
   // decodes greedily ("temperature" 0); "seek" is the segment's start in 10 ms frames, as Whisper's.
-  Json segments = Json::array();
+  OrderedJson segments = OrderedJson::array();
   int id = 0;
   for (const TranscriptSegment& s : result.transcripts) {
     if (s.transcript.no_speech) continue;  // as transcript_json leaves them out
@@ -269,13 +269,13 @@ OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFor
                         {"start", s.start_s},
                         {"end", s.end_s},
                         {"text", text},
-                        {"tokens", Json::array()},
+                        {"tokens", OrderedJson::array()},
                         {"temperature", 0.0},
                         {"avg_logprob", s.transcript.avg_logprob},
                         {"compression_ratio", nullptr},
                         {"no_speech_prob", s.transcript.no_speech_prob}});
   }
-  Json j;
+  OrderedJson j;
   j["task"] = "transcribe";
   // The language given, else the one the recording was decoded in (detected by a multilingual
   // model); "" for a recording without speech and no language given.
@@ -286,7 +286,7 @@ OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFor
   j["text"] = transcript_text(result);
   j["segments"] = std::move(segments);
   j["usage"] = {{"type", "duration"}, {"seconds", std::ceil(result.duration_s)}};
-  return {"application/json", j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"};
+  return {"application/json", j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n"};
 }
 
 std::string transcription_events(const OfflineResult& result) {
@@ -297,12 +297,12 @@ std::string transcription_events(const OfflineResult& result) {
     const std::string text = trimmed(s.transcript.text);
     if (text.empty()) continue;
     // The deltas concatenate to the done event's text (transcript_text joins with a space).
-    Json delta{{"type", "transcript.text.delta"}, {"delta", first ? text : " " + text}};
+    OrderedJson delta{{"type", "transcript.text.delta"}, {"delta", first ? text : " " + text}};
     first = false;
-    out += "data: " + delta.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+    out += "data: " + delta.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n\n";
   }
-  Json done{{"type", "transcript.text.done"}, {"text", transcript_text(result)}};
-  out += "data: " + done.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+  OrderedJson done{{"type", "transcript.text.done"}, {"text", transcript_text(result)}};
+  out += "data: " + done.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n\n";
   return out;
 }
 

@@ -12,7 +12,7 @@
 namespace brisvox::server {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+[[noreturn]] void bad_query(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -29,7 +29,7 @@ std::string percent_decode(std::string_view s) {
       out += ' ';
     } else if (s[i] == '%') {
       if (i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0) {
-        fail(fmt::format("bad percent escape in query '{}'", s));
+        bad_query(fmt::format("bad percent escape in query '{}'", s));
       }
       const int hi = hex_value(s[i + 1]);
       const int lo = hex_value(s[i + 2]);
@@ -47,14 +47,14 @@ long long parse_int(const std::string& key, const std::string& value) {
   const char* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, v);
   if (value.empty() || ec != std::errc() || ptr != end) {
-    fail(fmt::format("query key '{}' must be an integer, got '{}'", key, value));
+    bad_query(fmt::format("query key '{}' must be an integer, got '{}'", key, value));
   }
   return v;
 }
 
 int parse_int_in(const std::string& key, const std::string& value, long long lo, long long hi) {
   const long long v = parse_int(key, value);
-  if (v < lo || v > hi) fail(fmt::format("query key '{}' must be {} to {}, got {}", key, lo, hi, v));
+  if (v < lo || v > hi) bad_query(fmt::format("query key '{}' must be {} to {}, got {}", key, lo, hi, v));
   return static_cast<int>(v);
 }
 
@@ -63,7 +63,7 @@ double parse_double(const std::string& key, const std::string& value) {
   const char* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, v);
   if (value.empty() || ec != std::errc() || ptr != end || std::isnan(v)) {
-    fail(fmt::format("query key '{}' must be a number, got '{}'", key, value));
+    bad_query(fmt::format("query key '{}' must be a number, got '{}'", key, value));
   }
   return v;
 }
@@ -73,7 +73,7 @@ double parse_double(const std::string& key, const std::string& value) {
 bool parse_query_bool(const std::string& key, const std::string& value) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
-  fail(fmt::format("query key '{}' must be true, false, 1 or 0, got '{}'", key, value));
+  bad_query(fmt::format("query key '{}' must be true, false, 1 or 0, got '{}'", key, value));
 }
 
 std::string_view target_query(std::string_view target) {
@@ -93,8 +93,8 @@ QueryParams parse_query_string(std::string_view query) {
     const auto eq = pair.find('=');
     std::string key = percent_decode(pair.substr(0, eq));
     std::string value = eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
-    if (key.empty()) fail("empty key in query");
-    if (out.contains(key)) fail(fmt::format("query key '{}' is given twice", key));
+    if (key.empty()) bad_query("empty key in query");
+    if (out.contains(key)) bad_query(fmt::format("query key '{}' is given twice", key));
     out.emplace(std::move(key), std::move(value));
   }
   return out;
@@ -124,7 +124,7 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
     } else if (key == "model_rate") {
       r.stream.vad.model_rate_hz = parse_int_in(key, value, 0, 16000);
       if (r.stream.vad.model_rate_hz != 8000 && r.stream.vad.model_rate_hz != 16000) {
-        fail(fmt::format("query key 'model_rate' must be 8000 or 16000, got {}", value));
+        bad_query(fmt::format("query key 'model_rate' must be 8000 or 16000, got {}", value));
       }
     } else if (key == "events") {
       std::string_view list = value;
@@ -139,7 +139,7 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
         } else if (item == "transcript") {
           wants_stt = true;  // the engine checks it has a Whisper model
         } else if (!item.empty()) {
-          fail(
+          bad_query(
               fmt::format("query key 'events' lists unknown event type '{}': the optional events are: vad, turn, "
                           "transcript (speech_start, speech_end, overload and error are always sent)",
                           item));
@@ -153,17 +153,17 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
       r.name = value;
     } else if (key == "language") {
       if (value.empty() || value.size() > 8) {
-        fail(fmt::format("query key 'language' must be a language code such as en, or auto, got '{}'", value));
+        bad_query(fmt::format("query key 'language' must be a language code such as en, or auto, got '{}'", value));
       }
       stt.decode.language = value;
     } else if (key == "language_detection") {
       const auto d = parse_language_detection(value);
-      if (!d) fail(fmt::format("query key 'language_detection' must be first or each, got '{}'", value));
+      if (!d) bad_query(fmt::format("query key 'language_detection' must be first or each, got '{}'", value));
       stt.language_detection = *d;
     } else if (key == "window") {
       if (value == "full") stt.window = WhisperWindow::kFull;
       else if (value == "fit") stt.window = WhisperWindow::kFit;
-      else fail(fmt::format("query key 'window' must be full or fit, got '{}'", value));
+      else bad_query(fmt::format("query key 'window' must be full or fit, got '{}'", value));
     } else if (key == "threshold") {
       p.threshold = parse_double(key, value);
     } else if (key == "neg_threshold") {
@@ -189,7 +189,7 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
     } else if (key == "turn_threshold") {
       turn.turn_threshold = parse_double(key, value);
     } else {
-      fail(
+      bad_query(
           fmt::format("unknown query key '{}'; accepted: sample_rate, encoding, model_rate, events, token, {}"
                       "threshold, neg_threshold, min_speech_ms, max_speech_s, min_silence_ms, speech_pad_ms, "
                       "min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, stop_ms, pre_speech_ms, "
@@ -201,7 +201,7 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
     if (!r.sample_rate_given && (r.encoding == SampleEncoding::kMulaw || r.encoding == SampleEncoding::kAlaw)) {
       r.stream.sample_rate_hz = 8000;  // G.711 is 8 kHz unless said otherwise
     } else if (!r.sample_rate_given && !live) {
-      fail(fmt::format("headerless {} audio needs query key 'sample_rate'", to_string(r.encoding)));
+      bad_query(fmt::format("headerless {} audio needs query key 'sample_rate'", to_string(r.encoding)));
     }
   }
   if (wants_turn) {

@@ -39,7 +39,7 @@ std::string read_custom_parameters(const Json& start, std::vector<std::pair<std:
   return {};
 }
 
-std::string read_start(const Json& j, StreamStart& s) {
+std::string read_telnyx_start(const Json& j, StreamStart& s) {
   std::string e;
   const Json* start = object_field(j, "start", e);
   if (start == nullptr) return e;
@@ -58,7 +58,7 @@ std::string read_start(const Json& j, StreamStart& s) {
   return {};
 }
 
-std::string read_event(const Json& j, StreamMessage& m) {
+std::string read_telnyx_event(const Json& j, StreamMessage& m) {
   std::string e;
   switch (m.event) {
     case StreamEvent::kConnected:
@@ -69,7 +69,7 @@ std::string read_event(const Json& j, StreamMessage& m) {
       return {};
     case StreamEvent::kStart:
       if (m.stream_sid.empty()) return "a start message needs a stream_id";
-      if (!(e = read_start(j, m.start)).empty()) return e;
+      if (!(e = read_telnyx_start(j, m.start)).empty()) return e;
       m.start.stream_sid = m.stream_sid;
       return {};
     case StreamEvent::kMedia: {
@@ -138,7 +138,7 @@ StreamMessage parse_telnyx_message(std::string_view json_text) {
   }
   std::string error = read_string(j, "stream_id", m.stream_sid, kMaxTelnyxIdBytes, false, "the message");
   if (error.empty()) error = check_counter(j, "sequence_number", "the message");
-  if (error.empty()) error = read_event(j, m);
+  if (error.empty()) error = read_telnyx_event(j, m);
   if (!error.empty()) {
     // The event name is the peer's.
     m.error = printable(

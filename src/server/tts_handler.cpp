@@ -14,11 +14,11 @@
 namespace brisvox::server {
 
 using Clock = std::chrono::steady_clock;
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 namespace {
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
 
 std::string audio_message(const Event& e, std::size_t samples) {
   return fmt::format(R"({{"type":"audio","utterance":{},"sentence":{},"sentences":{},"start":{},"end":{},"samples":{}}})",
@@ -153,7 +153,7 @@ void TtsHandler::handle_event(const Event& e) {
       end_utterance(utterance, ctx_.tts_metrics.utterances_failed);
       const std::string_view code = to_string(e.error_code);
       ctx_.metrics.count_error(code);
-      Json j;
+      OrderedJson j;
       j["type"] = "error";
       j["code"] = std::string(code);
       j["message"] = speech_.last_error();

@@ -8,7 +8,7 @@ namespace brisvox::server {
 namespace {
 
 // Time to first audio: 10 ms to 10 s (a sentence takes 0.1 to 5 s of a core; queued behind others, more).
-constexpr double kFirstAudioBoundsS[] = {0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10};
+constexpr double kTtsFirstAudioBoundsS[] = {0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10};
 
 void counter(std::string& out, std::string_view name, std::string_view help, std::string_view series) {
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} counter\n{}", name, help, name, series);
@@ -37,7 +37,7 @@ std::string render_tts_metrics(const TtsMetrics& m) {
   fmt::format_to(std::back_inserter(out),
                  "# HELP brisvox_tts_first_audio_seconds From a text accepted to its first audio handed to the "
                  "socket.\n# TYPE brisvox_tts_first_audio_seconds histogram\n");
-  for (double bound : kFirstAudioBoundsS) {
+  for (double bound : kTtsFirstAudioBoundsS) {
     fmt::format_to(std::back_inserter(out), "brisvox_tts_first_audio_seconds_bucket{{le=\"{}\"}} {}\n", bound,
                    m.first_audio.count_at_most(bound * 1e6));
   }

@@ -17,24 +17,24 @@ namespace {
 
 using Json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
+[[noreturn]] void bad_tts_parameter(const std::string& message) { throw Error(ErrorCode::kInvalidArgument, message); }
 
 float number_of(const std::string& key, const Json& v) {
-  if (!v.is_number()) fail(fmt::format("\"{}\" must be a number", key));
+  if (!v.is_number()) bad_tts_parameter(fmt::format("\"{}\" must be a number", key));
   const double d = v.get<double>();
-  if (!std::isfinite(d)) fail(fmt::format("\"{}\" must be finite", key));
+  if (!std::isfinite(d)) bad_tts_parameter(fmt::format("\"{}\" must be finite", key));
   return static_cast<float>(d);
 }
 
 bool bool_of(const std::string& key, const Json& v) {
-  if (!v.is_boolean()) fail(fmt::format("\"{}\" must be true or false", key));
+  if (!v.is_boolean()) bad_tts_parameter(fmt::format("\"{}\" must be true or false", key));
   return v.get<bool>();
 }
 
 int int_of(const std::string& key, const Json& v, int lo, int hi) {
-  if (!v.is_number_integer()) fail(fmt::format("\"{}\" must be an integer", key));
+  if (!v.is_number_integer()) bad_tts_parameter(fmt::format("\"{}\" must be an integer", key));
   const auto i = v.get<long long>();
-  if (i < lo || i > hi) fail(fmt::format("\"{}\" must be {} to {}, got {}", key, lo, hi, i));
+  if (i < lo || i > hi) bad_tts_parameter(fmt::format("\"{}\" must be {} to {}, got {}", key, lo, hi, i));
   return static_cast<int>(i);
 }
 
@@ -45,7 +45,7 @@ float query_number(const std::string& key, const std::string& value) {
     if (used != value.size() || !std::isfinite(d)) throw std::invalid_argument(value);
     return static_cast<float>(d);
   } catch (const std::exception&) {
-    fail(fmt::format("query key '{}' must be a number, got '{}'", key, value));
+    bad_tts_parameter(fmt::format("query key '{}' must be a number, got '{}'", key, value));
   }
 }
 
@@ -54,12 +54,12 @@ int query_int(const std::string& key, const std::string& value, int lo, int hi) 
     std::size_t used = 0;
     const long long i = std::stoll(value, &used);
     if (used != value.size()) throw std::invalid_argument(value);
-    if (i < lo || i > hi) fail(fmt::format("query key '{}' must be {} to {}, got {}", key, lo, hi, i));
+    if (i < lo || i > hi) bad_tts_parameter(fmt::format("query key '{}' must be {} to {}, got {}", key, lo, hi, i));
     return static_cast<int>(i);
   } catch (const Error&) {
     throw;
   } catch (const std::exception&) {
-    fail(fmt::format("query key '{}' must be an integer, got '{}'", key, value));
+    bad_tts_parameter(fmt::format("query key '{}' must be an integer, got '{}'", key, value));
   }
 }
 
@@ -80,21 +80,21 @@ bool voice_matches(std::string_view requested, const TtsVoice& voice) {
 TtsHttpRequest parse_tts_body(std::string_view body) {
   PeerJson parsed = parse_peer_json(body);
   if (!parsed.error.empty()) {
-    fail(fmt::format("the body is not valid JSON (UTF-8): {}; send an object such as {{\"text\": \"Hello.\"}}",
+    bad_tts_parameter(fmt::format("the body is not valid JSON (UTF-8): {}; send an object such as {{\"text\": \"Hello.\"}}",
                      parsed.error));
   }
   const Json j = std::move(parsed.value);
-  if (!j.is_object()) fail("the body must be a JSON object such as {\"text\": \"Hello.\"}");
+  if (!j.is_object()) bad_tts_parameter("the body must be a JSON object such as {\"text\": \"Hello.\"}");
   TtsHttpRequest r;
   bool has_text = false;
   std::optional<bool> fast_start;
   for (const auto& [key, v] : j.items()) {
     if (key == "text") {
-      if (!v.is_string()) fail("\"text\" must be a string");
+      if (!v.is_string()) bad_tts_parameter("\"text\" must be a string");
       r.text = v.get<std::string>();
       has_text = true;
     } else if (key == "voice") {
-      if (!v.is_string()) fail("\"voice\" must be a string");
+      if (!v.is_string()) bad_tts_parameter("\"voice\" must be a string");
       r.options.voice = v.get<std::string>();
     } else if (key == "sample_rate") {
       r.options.speech.sample_rate_hz = int_of(key, v, 0, 768000);
@@ -102,7 +102,7 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
       const std::optional<AudioContainer> container =
           v.is_string() ? parse_audio_container(v.get_ref<const std::string&>()) : std::nullopt;
       if (!v.is_string() || (v != "raw" && !container)) {
-        fail("\"format\" must be \"wav\", \"flac\", \"mp3\", \"opus\" or \"raw\"");
+        bad_tts_parameter("\"format\" must be \"wav\", \"flac\", \"mp3\", \"opus\" or \"raw\"");
       }
       r.options.raw = v == "raw";
       if (container) r.options.container = *container;
@@ -119,15 +119,15 @@ TtsHttpRequest parse_tts_body(std::string_view body) {
     } else if (key == "fast_start") {
       fast_start = bool_of(key, v);
     } else if (key == "stream_format") {
-      if (!v.is_string() || (v != "audio" && v != "sse")) fail("\"stream_format\" must be \"audio\" or \"sse\"");
+      if (!v.is_string() || (v != "audio" && v != "sse")) bad_tts_parameter("\"stream_format\" must be \"audio\" or \"sse\"");
       r.options.sse = v == "sse";
     } else {
-      fail(fmt::format("unknown key \"{}\" (text, voice, sample_rate, format, stream_format, length_scale, "
+      bad_tts_parameter(fmt::format("unknown key \"{}\" (text, voice, sample_rate, format, stream_format, length_scale, "
                        "noise_scale, noise_w_scale, speaker_id, volume, fast_start)",
                        key));
     }
   }
-  if (!has_text) fail("the body has no \"text\"");
+  if (!has_text) bad_tts_parameter("the body has no \"text\"");
   // A WAV answer is sent whole: Piper's sentences exactly. Chunked raw audio is streamed: the
   // first clause alone, so that the first bytes come sooner.
   r.options.speech.fast_start = fast_start.value_or(r.options.raw);
@@ -156,7 +156,7 @@ void check_tts_post_query(std::string_view query) {
     if (key == "tag") {
       parse_tag(value);
     } else if (key != "token") {
-      fail(fmt::format("unknown query key '{}': POST /v1/tts takes its options in the JSON body; its query may "
+      bad_tts_parameter(fmt::format("unknown query key '{}': POST /v1/tts takes its options in the JSON body; its query may "
                        "carry only tag and token",
                        key));
     }
@@ -172,7 +172,7 @@ TtsOptions parse_tts_query(std::string_view query) {
     } else if (key == "tag") {
       o.tag = parse_tag(value);
     } else if (key != "token") {
-      fail(fmt::format("unknown query key '{}' (voice, sample_rate, length_scale, noise_scale, noise_w_scale, "
+      bad_tts_parameter(fmt::format("unknown query key '{}' (voice, sample_rate, length_scale, noise_scale, noise_w_scale, "
                        "speaker_id, volume, fast_start, tag, token)",
                        key));
     }

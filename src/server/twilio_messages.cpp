@@ -13,7 +13,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string read_start(const Json& j, TwilioStart& s) {
+std::string read_twilio_start(const Json& j, TwilioStart& s) {
   std::string e;
   const Json* start = object_field(j, "start", e);
   if (start == nullptr) return e;
@@ -44,7 +44,7 @@ std::string read_start(const Json& j, TwilioStart& s) {
   return {};
 }
 
-std::string read_event(const Json& j, TwilioMessage& m) {
+std::string read_twilio_event(const Json& j, TwilioMessage& m) {
   std::string e;
   switch (m.event) {
     case TwilioEvent::kConnected:
@@ -53,7 +53,7 @@ std::string read_event(const Json& j, TwilioMessage& m) {
     case TwilioEvent::kUnknown:
       return {};
     case TwilioEvent::kStart:
-      if (!(e = read_start(j, m.start)).empty()) return e;
+      if (!(e = read_twilio_start(j, m.start)).empty()) return e;
       if (!m.stream_sid.empty() && m.stream_sid != m.start.stream_sid) {
         return "the start message's streamSid and start.streamSid differ";
       }
@@ -119,7 +119,7 @@ TwilioMessage parse_twilio_message(std::string_view json_text) {
   }
   std::string error = read_string(j, "streamSid", m.stream_sid, kMaxTwilioIdBytes, false, "the message");
   if (error.empty()) error = check_counter(j, "sequenceNumber", "the message");
-  if (error.empty()) error = read_event(j, m);
+  if (error.empty()) error = read_twilio_event(j, m);
   if (!error.empty()) {
     // The event name is the peer's.
     m.error = printable(

@@ -21,7 +21,7 @@ constexpr std::string_view kL16 = "audio/l16";
 
 // websocket:connected: the content-type, and every other top-level key (the NCCO endpoint's
 // headers) as a custom parameter; a header that is not a string is kept as its JSON text.
-std::string read_connected(const Json& j, StreamStart& s) {
+std::string read_vonage_connected(const Json& j, StreamStart& s) {
   std::string e;
   if (!(e = read_string(j, "content-type", s.encoding, kMaxVonageFieldBytes, true, "websocket:connected")).empty()) {
     return e;
@@ -48,11 +48,11 @@ std::string read_connected(const Json& j, StreamStart& s) {
   return {};
 }
 
-std::string read_event(const Json& j, StreamMessage& m) {
+std::string read_vonage_event(const Json& j, StreamMessage& m) {
   std::string e;
   switch (m.event) {
     case StreamEvent::kStart:
-      return read_connected(j, m.start);
+      return read_vonage_connected(j, m.start);
     case StreamEvent::kDtmf:
       if (!(e = read_string(j, "digit", m.digit, kMaxVonageFieldBytes, true, "websocket:dtmf")).empty()) return e;
       if (m.digit.size() != 1 || std::string_view("0123456789*#ABCD").find(m.digit[0]) == std::string_view::npos) {
@@ -96,7 +96,7 @@ StreamMessage parse_vonage_message(std::string_view json_text) {
   if (m.event_name == "websocket:dtmf") m.event = StreamEvent::kDtmf;
   if (m.event_name == "websocket:notify") m.event = StreamEvent::kMark;
   if (m.event_name == "websocket:cleared") m.event = StreamEvent::kCleared;
-  if (const std::string error = read_event(j, m); !error.empty()) {
+  if (const std::string error = read_vonage_event(j, m); !error.empty()) {
     // The event name is the peer's.
     m.error = printable(fmt::format("a {} message: {}", m.event == StreamEvent::kUnknown ? "Vonage" : m.event_name,
                                     error));

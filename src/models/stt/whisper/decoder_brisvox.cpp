@@ -18,7 +18,7 @@ namespace {
 
 using runtime::kAnyDim;
 
-runtime::ModelSignature signature(const WhisperDims& d) {
+runtime::ModelSignature brisvox_signature(const WhisperDims& d) {
   runtime::ModelSignature sig;
   sig.model_kind = "Whisper decoder step (brisvox layout)";
   sig.inputs = {{"tokens", ElementType::kInt64, {kAnyDim}},
@@ -43,7 +43,7 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
   BrisvoxDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int lanes, int tokens, int audio)
       : Backend(WhisperLayout::kBrisvox, std::move(model_session), c, lanes, tokens, audio) {
     const WhisperDims& d = config.dims;
-    const auto binding = runtime::check_signature(session.info(), signature(d));
+    const auto binding = runtime::check_signature(session.info(), brisvox_signature(d));
     for (const auto& n : binding.input_names) in_names_.add(n);
     for (const auto& n : binding.output_names) out_names_.add(n);
     in_names_.finish();

@@ -24,7 +24,7 @@ namespace {
 
 using runtime::kAnyDim;
 
-runtime::ModelSignature signature(const WhisperDims& d, bool cache_position) {
+runtime::ModelSignature optimum_signature(const WhisperDims& d, bool cache_position) {
   const int64_t H = d.n_text_head;
   const int64_t hd = d.head_dim();
   runtime::ModelSignature sig;
@@ -53,7 +53,7 @@ class OptimumDecoder final : public WhisperDecoder::Backend {
     const WhisperDims& d = config.dims;
     const auto& declared = session.info().inputs;
     cache_position_ = std::any_of(declared.begin(), declared.end(), [](const TensorInfo& t) { return t.name == "cache_position"; });
-    runtime::check_signature(session.info(), signature(d, cache_position_));
+    runtime::check_signature(session.info(), optimum_signature(d, cache_position_));
     L_ = static_cast<std::size_t>(d.n_text_layer);
     H_ = static_cast<std::size_t>(d.n_text_head);
     hd_ = static_cast<std::size_t>(d.head_dim());

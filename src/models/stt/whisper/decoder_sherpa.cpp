@@ -23,7 +23,7 @@ namespace {
 
 using runtime::kAnyDim;
 
-runtime::ModelSignature signature(const WhisperDims& d) {
+runtime::ModelSignature sherpa_signature(const WhisperDims& d) {
   const int64_t L = d.n_text_layer;
   const int64_t D = d.n_text_state;
   runtime::ModelSignature sig;
@@ -45,7 +45,7 @@ class SherpaDecoder final : public WhisperDecoder::Backend {
   SherpaDecoder(runtime::ModelSession model_session, const WhisperConfig& c, int lanes, int audio)
       : Backend(WhisperLayout::kSherpaOnnx, std::move(model_session), c, lanes, c.dims.n_text_ctx, audio) {
     const WhisperDims& d = config.dims;
-    const auto binding = runtime::check_signature(session.info(), signature(d));
+    const auto binding = runtime::check_signature(session.info(), sherpa_signature(d));
     for (const auto& n : binding.input_names) in_names_.add(n);
     for (const auto& n : binding.output_names) out_names_.add(n);
     in_names_.finish();
