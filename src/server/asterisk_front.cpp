@@ -64,15 +64,6 @@ class AsteriskDialect final : public StreamDialect {
   bool json_ = false;  // MEDIA_START came as JSON: so do the commands
 };
 
-bool asks_for(std::string_view header, std::string_view protocol) {
-  while (!header.empty()) {
-    const std::size_t comma = header.find(',');
-    if (trim_ows(header.substr(0, comma)) == protocol) return true;
-    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 std::unique_ptr<StreamDialect> make_asterisk_dialect(std::string format, bool media_protocol) {
@@ -89,7 +80,7 @@ std::optional<Refusal> AsteriskEndpoint::parse(const Request& upgrade) {
                    "(username any), or add v(token=...) to the dial string"};
   }
   const std::string_view protocols = to_sv(upgrade[boost::beast::http::field::sec_websocket_protocol]);
-  media_protocol_ = asks_for(protocols, kMediaProtocol);
+  media_protocol_ = list_has(protocols, kMediaProtocol);
   if (!protocols.empty() && !media_protocol_) {
     return Refusal{400, "bad_request",
                    fmt::format("the upgrade asks for the subprotocol(s) {}; chan_websocket's is \"media\" "

@@ -47,4 +47,13 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
   return std::nullopt;
 }
 
+bool list_has(std::string_view value, std::string_view token) {
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    if (trim_ows(value.substr(0, comma)) == token) return true;
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+  }
+  return false;
+}
+
 }  // namespace brisvox::server

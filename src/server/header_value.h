@@ -1,6 +1,7 @@
 // An HTTP-style header value with parameters, `type/subtype; name=value; name="quoted"` (RFC 9110
 // 5.6.6): Content-Type of a multipart form (multipart.h), Vonage's "audio/l16;rate=16000"
-// (vonage_messages.h). Pure functions; thread-safe.
+// (vonage_messages.h); and a comma-separated list such as Sec-WebSocket-Protocol. Pure functions;
+// thread-safe.
 #pragma once
 
 #include <optional>
@@ -19,5 +20,9 @@ std::string media_type(std::string_view value);
 // The value of parameter `name` (lower-case) in `value` (quotes removed, backslash escapes undone);
 // nullopt if absent.
 std::optional<std::string> header_param(std::string_view value, std::string_view name);
+
+// Whether the comma-separated list `value` (RFC 9110 5.6.1, e.g. the subprotocols an upgrade asks
+// for) has the element `token`, exactly.
+bool list_has(std::string_view value, std::string_view token);
 
 }  // namespace brisvox::server
