@@ -29,6 +29,7 @@
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
 #include "server/asterisk_front.h"
+#include "server/jambonz_front.h"
 #include "server/telnyx_front.h"
 #include "server/vonage_front.h"
 #include "server/twilio_front.h"
@@ -371,6 +372,11 @@ void HttpSession::handle(Request request) {
   }
   if ((route == Route::kAsterisk || route == Route::kAsteriskListen) && beast::websocket::is_upgrade(request)) {
     AsteriskEndpoint endpoint(ctx_, route == Route::kAsteriskListen);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if ((route == Route::kJambonz || route == Route::kJambonzListen) && beast::websocket::is_upgrade(request)) {
+    JambonzEndpoint endpoint(ctx_, route == Route::kJambonzListen);
     upgrade(std::move(request), endpoint);
     return;
   }

@@ -104,7 +104,7 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
       if (it == held_.end()) return;  // not one of ours, or its reply already ended otherwise
       Held h = std::move(it->second);
       held_.erase(it);
-      if (h.speak_done && h.cleared) {
+      if (h.speak_done && (h.cleared || m.mark_cleared)) {
         // Dropped by a clear, not played: the reply was not heard to its end.
         to_app(interrupted_message(h.id_json, h.duration_ms, "barge_in", std::nullopt));
       } else {

@@ -119,6 +119,8 @@ Route route_for(const Request& request) {
   if (path == "/v1/telephony/vonage/listen") return only(http::verb::get, Route::kVonageListen);
   if (path == "/v1/telephony/asterisk") return only(http::verb::get, Route::kAsterisk);
   if (path == "/v1/telephony/asterisk/listen") return only(http::verb::get, Route::kAsteriskListen);
+  if (path == "/v1/telephony/jambonz") return only(http::verb::get, Route::kJambonz);
+  if (path == "/v1/telephony/jambonz/listen") return only(http::verb::get, Route::kJambonzListen);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
@@ -166,6 +168,8 @@ std::string_view route_name(Route route) {
     case Route::kVonageListen: return "vonage";
     case Route::kAsterisk:
     case Route::kAsteriskListen: return "asterisk";
+    case Route::kJambonz:
+    case Route::kJambonzListen: return "jambonz";
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
@@ -275,6 +279,11 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
                             "/v1/telephony/asterisk is a WebSocket endpoint for Asterisk's chan_websocket: give it "
                             "as the uri of a websocket_client.conf connection that a dial string uses "
                             "(docs/TELEPHONY.md)");
+    case Route::kJambonz:
+    case Route::kJambonzListen:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/telephony/jambonz is a WebSocket endpoint for jambonz's listen verb: give it as "
+                            "the verb's url (docs/TELEPHONY.md)");
     case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");

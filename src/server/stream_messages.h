@@ -40,6 +40,7 @@ struct StreamMessage {
   std::string payload;     // kMedia: the decoded audio bytes
   std::string digit;       // kDtmf
   std::string mark_name;   // kMark
+  bool mark_cleared = false;  // kMark: the provider says the audio before it was dropped (jambonz's "cleared")
   std::string auth_token;  // kConnected: a token the provider carries in it (Telnyx), else ""
   std::string report;      // kError: what the provider says, printable and bounded, for the log
 };

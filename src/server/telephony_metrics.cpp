@@ -12,6 +12,7 @@ std::string_view to_string(TelephonyProvider provider) {
     case TelephonyProvider::kTelnyx: return "telnyx";
     case TelephonyProvider::kVonage: return "vonage";
     case TelephonyProvider::kAsterisk: return "asterisk";
+    case TelephonyProvider::kJambonz: return "jambonz";
   }
   return "unknown";
 }

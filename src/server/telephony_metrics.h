@@ -11,8 +11,8 @@
 
 namespace brisvox::server {
 
-enum class TelephonyProvider { kTwilio, kTelnyx, kVonage, kAsterisk };
-inline constexpr std::size_t kNumTelephonyProviders = 4;
+enum class TelephonyProvider { kTwilio, kTelnyx, kVonage, kAsterisk, kJambonz };
+inline constexpr std::size_t kNumTelephonyProviders = 5;
 std::string_view to_string(TelephonyProvider provider);
 
 // Why a telephony call was ended by brisvox (the errors_total reasons).
