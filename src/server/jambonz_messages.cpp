@@ -15,7 +15,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::string_view kL16 = "audio/l16";
+constexpr std::string_view kJambonzMediaType = "audio/l16";
 
 // The message's JSON object, or why there is none.
 const Json* jambonz_object(const PeerJson& parsed, StreamMessage& m) {
@@ -41,7 +41,7 @@ std::string read_jambonz_preamble(const Json& j, StreamStart& s) {
     return "the preamble's \"sampleRate\" must be a whole number of Hz";
   }
   s.sample_rate_hz = static_cast<int>(rate->get<double>());
-  s.encoding = std::string(kL16);
+  s.encoding = std::string(kJambonzMediaType);
   std::string mix = "mono";  // the verb's default
   std::string e;
   if (!(e = read_string(j, "mixType", mix, kMaxJambonzFieldBytes, false, "the preamble")).empty()) return e;
