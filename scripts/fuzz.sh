@@ -5,13 +5,17 @@
 # target found a crash, an invariant violation, a leak, a timeout or an out-of-memory, whose input
 # is then in build/fuzz/artifacts/ (reproduce: build/fuzz/fuzz/<target> <artifact>).
 #   scripts/fuzz.sh [SECONDS]     default 60; CI runs it with a few seconds
+#   scripts/fuzz.sh --build-only  builds the targets and runs none (CI builds them while other
+#                                 tests run)
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev; scripts/setup.sh installs them)
 # and what scripts/setup.sh fetched (the build configures the whole project).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds="${1:-60}"
-[[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
+build_only=0
+[[ $seconds != --build-only ]] || build_only=1
+[[ $build_only == 1 || "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS | --build-only]" >&2; exit 2; }
 build=build/fuzz
 artifacts="$build/artifacts"
 logs="$build/logs"
@@ -25,6 +29,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DBRISVOX_BUILD_FUZZERS=ON -DBRISVOX_BUILD_TESTS=OFF -DBRISVOX_BUILD_BENCHMARKS=OFF \
   -DBRISVOX_BUILD_CLI=OFF >/dev/null
 cmake --build "$build" --target fuzzers -j "$(nproc)"
+((build_only == 0)) || exit 0
 
 mkdir -p "$artifacts" "$logs"
 scratch="$(mktemp -d)"

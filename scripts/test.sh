@@ -6,7 +6,13 @@
 #   scripts/test.sh tsan       the concurrent layers (ctest labels engine, server) under
 #                              ThreadSanitizer
 #   scripts/test.sh ci         release, asan, tsan, then scripts/fuzz.sh for a bounded time:
-#                              what .ci/run runs on every submission
+#                              what .ci/run runs on every submission. Pipelined: while one phase's
+#                              tests that wait on the clock (and the Python package) run, the next
+#                              phase builds at the lowest CPU priority; its builds are unity builds
+#                              (docs/TESTING.md, "CI time")
+#   scripts/test.sh PRESET STEP  one step of a preset: build (setup, configure, build), cpu (the
+#                              CPU-bound tests), waiting (the tests that wait on the clock, then the
+#                              Python package for release)
 # With BRISVOX_CI_PRUNE=1 (.ci/run sets it) the ci run deletes each phase's build tree once the
 # phase has passed, and setup deletes fetched archives once unpacked (scripts/prune.sh): the
 # disk it needs at its peak is then one build tree, not four (docs/TESTING.md, "Disk").
@@ -19,22 +25,76 @@ disk() { df -Pk . | awk 'NR == 2 { printf "%.1f GB free", $4 / 1048576 }'; }
 if [[ $preset == ci ]]; then
   start=$SECONDS
   echo "[test] ci: $(disk) at the start" >&2
-  for p in release asan tsan; do
-    bash "$0" "$p"
-    echo "[test] $p done at $((SECONDS - start)) s (build/$p $(du -sh "build/$p" | cut -f1), $(disk))" >&2
-    if [[ ${BRISVOX_CI_PRUNE:-0} == 1 ]]; then
-      rm -rf "build/$p"
-      [[ $p != release ]] || rm -rf build/python
+  # A unity build compiles a target's sources in batches: each header is parsed once per batch, not
+  # once per file (docs/TESTING.md, "CI time"). Developers' builds stay one object per file.
+  export BRISVOX_UNITY=ON
+  # build_behind NAME COMMAND...: builds the next phase at the lowest CPU priority while this one's
+  # waiting tests run (they need little CPU and keep their priority); its output goes to a log,
+  # printed when it fails.
+  behind_pid=""
+  build_behind() {
+    local name="$1"
+    shift
+    mkdir -p build
+    nice -n 19 "$@" >"build/$name.behind.log" 2>&1 &
+    behind_pid=$!
+  }
+  join_behind() { # join_behind NAME: waits for the build behind; exits if it failed
+    local status=0
+    wait "$behind_pid" || status=$?
+    if ((status != 0)); then
+      cat "build/$1.behind.log" >&2
+      echo "[test] the $1 build failed (exit $status)" >&2
+      exit "$status"
     fi
-  done
+    echo "[test] $1 built behind the tests (log: build/$1.behind.log)" >&2
+  }
+  prune() { # prune PRESET: a passed phase's build tree, with BRISVOX_CI_PRUNE=1
+    echo "[test] $1 done at $((SECONDS - start)) s (build/$1 $(du -sh "build/$1" | cut -f1), $(disk))" >&2
+    if [[ ${BRISVOX_CI_PRUNE:-0} == 1 ]]; then
+      rm -rf "build/$1"
+      [[ $1 != release ]] || rm -rf build/python
+    fi
+  }
+  # Each phase's tests all run even when one fails, so that one CI log names every failure.
+  status=0
+  bash "$0" release build
+  echo "[test] release built at $((SECONDS - start)) s" >&2
+  export BRISVOX_SETUP_DONE=1  # the later phases' builds need nothing more from scripts/setup.sh
+  bash "$0" release cpu || status=$?
+  build_behind asan bash "$0" asan build
+  bash "$0" release waiting || status=$?
+  join_behind asan
+  ((status == 0)) || exit "$status"
+  prune release
+  bash "$0" asan cpu || status=$?
+  build_behind tsan bash "$0" tsan build
+  bash "$0" asan waiting || status=$?
+  join_behind tsan
+  ((status == 0)) || exit "$status"
+  prune asan
+  bash "$0" tsan cpu || status=$?
+  build_behind fuzz bash scripts/fuzz.sh --build-only
+  bash "$0" tsan waiting || status=$?
+  join_behind fuzz
+  ((status == 0)) || exit "$status"
+  prune tsan
   bash scripts/fuzz.sh "${BRISVOX_CI_FUZZ_SECONDS:-10}"
   echo "[test] fuzz done at $((SECONDS - start)) s ($(disk))" >&2
   exit 0
 fi
 
-apt_flag=()
-[[ $(id -u) == 0 ]] || apt_flag=(--no-apt)
-bash scripts/setup.sh "${apt_flag[@]}"
+step="${2:-all}"
+case "$step" in
+  all | build | cpu | waiting) ;;
+  *) echo "usage: scripts/test.sh [release|asan|tsan|ci] [build|cpu|waiting]" >&2; exit 2 ;;
+esac
+
+if [[ ($step == all || $step == build) && ${BRISVOX_SETUP_DONE:-0} != 1 ]]; then
+  apt_flag=()
+  [[ $(id -u) == 0 ]] || apt_flag=(--no-apt)
+  bash scripts/setup.sh "${apt_flag[@]}"
+fi
 
 build_args=()
 ctest_args=()
@@ -83,22 +143,28 @@ case "$preset" in
     # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
     # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 
-cmake --preset "$preset"
-cmake --build --preset "$preset" -j "$(nproc)" "${build_args[@]}"
+if [[ $step == all || $step == build ]]; then
+  cmake --preset "$preset" -DCMAKE_UNITY_BUILD="${BRISVOX_UNITY:-OFF}"
+  cmake --build --preset "$preset" -j "$(nproc)" "${build_args[@]}"
+fi
 # First the tests that keep the CPUs busy, one per core; then those that drive the built server or
 # a browser in real time, which mostly wait on the clock and the network (about a fifth of their
 # wall time is CPU, measured in docs/TESTING.md "CI time"): twice as many at once.
 waiting='e2e|soak|browser'
 # Both run even when the first fails, so that one CI log names every failure.
 status=0
-ctest --preset "$preset" -j "$(nproc)" -LE "$waiting" "${ctest_args[@]}" || status=$?
-ctest --preset "$preset" -j "$((2 * $(nproc)))" -L "$waiting" "${ctest_args[@]}" || status=$?
-((status == 0)) || exit "$status"
-# The Python package: wheel, fresh venv, pytest (scripts/test_python.sh; release only).
-if [[ $preset == release ]]; then
-  bash scripts/test_python.sh
+if [[ $step == all || $step == cpu ]]; then
+  ctest --preset "$preset" -j "$(nproc)" -LE "$waiting" "${ctest_args[@]}" || status=$?
 fi
+if [[ $step == all || $step == waiting ]]; then
+  ctest --preset "$preset" -j "$((2 * $(nproc)))" -L "$waiting" "${ctest_args[@]}" || status=$?
+  # The Python package: wheel, fresh venv, pytest (scripts/test_python.sh; release only).
+  if [[ $preset == release ]]; then
+    bash scripts/test_python.sh || status=$?
+  fi
+fi
+exit "$status"
