@@ -165,6 +165,9 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--call-app", c.call_app,
                  "The application that drives telephony calls (/v1/telephony/twilio, /v1/telephony/telnyx): a ws:// URL brisvox connects "
                  "to for each call (docs/TELEPHONY.md)");
+  app.add_option("--max-calls", c.max_calls,
+                 "Telephony calls open at once from one provider, PROVIDER=N (repeatable: twilio=50); more get 503 "
+                 "too_many_calls (default: only --max-streams)");
   app.add_option("--phone-model-rate", c.phone_model_rate_hz,
                  "The rate the VAD runs at for telephony calls: 16000 (default: 8 kHz phone audio upsampled to the 16 kHz "
                  "model, the more accurate) or 8000 (the 8 kHz model, ~1.7x the callers per core; docs/TELEPHONY.md)")

@@ -41,6 +41,7 @@ class AsteriskEndpoint final : public WsEndpoint {
  public:
   AsteriskEndpoint(ServerContext& ctx, bool listen_only) : ctx_(ctx), listen_only_(listen_only) {}
   bool counts_as_stream() const override { return true; }
+  std::optional<TelephonyProvider> telephony_provider() const override { return TelephonyProvider::kAsterisk; }
   // The token is checked in parse(): HTTP Basic authentication is Asterisk's, not the server's.
   bool token_in_first_message() const override { return true; }
   std::optional<Refusal> parse(const Request& upgrade) override;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <system_error>
@@ -36,6 +37,7 @@ std::string default_web_dir() {
 void ServerConfig::validate() const {
   require(!host.empty(), "--host must not be empty");
   if (!call_app.empty()) (void)parse_app_url(call_app);  // its own message names --call-app
+  (void)parse_call_limits(max_calls);  // its own message names --max-calls
   // An Authorization header cannot carry spaces at its ends or control characters: such a token
   // would lock every client out while looking configured.
   require(std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; }),
@@ -99,6 +101,34 @@ void ServerConfig::validate() const {
                         h));
   }
   engine.validate();
+}
+
+std::array<int, kNumTelephonyProviders> parse_call_limits(const std::vector<std::string>& specs) {
+  std::array<int, kNumTelephonyProviders> limits{};
+  for (const std::string& spec : specs) {
+    const std::size_t eq = spec.find('=');
+    const std::optional<TelephonyProvider> provider =
+        eq == std::string::npos ? std::nullopt : telephony_provider(std::string_view(spec).substr(0, eq));
+    int n = 0;
+    const char* first = spec.data() + (eq == std::string::npos ? spec.size() : eq + 1);
+    const char* last = spec.data() + spec.size();
+    const auto [end, ec] = std::from_chars(first, last, n);
+    if (!provider || first == last || ec != std::errc() || end != last || n < 1 || n > 100000) {
+      std::string names;
+      for (std::size_t p = 0; p < kNumTelephonyProviders; ++p) {
+        names += fmt::format("{}{}", p == 0 ? "" : ", ", to_string(static_cast<TelephonyProvider>(p)));
+      }
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--max-calls takes PROVIDER=N (PROVIDER one of {}; N 1 to 100000), got '{}'", names, spec));
+    }
+    int& limit = limits[static_cast<std::size_t>(*provider)];
+    if (limit != 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--max-calls names {} twice ('{}')", spec.substr(0, eq), spec));
+    }
+    limit = n;
+  }
+  return limits;
 }
 
 }  // namespace brisvox::server

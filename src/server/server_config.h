@@ -10,6 +10,7 @@
 
 #include "brisvox/engine/engine.h"
 #include "server/server_log.h"
+#include "server/telephony_metrics.h"
 
 namespace brisvox::server {
 
@@ -91,6 +92,9 @@ struct ServerConfig {
   // The application that drives telephony calls (/v1/telephony/*): a ws:// URL brisvox connects to
   // for each call (docs/TELEPHONY.md). Empty: telephony calls are refused.
   std::string call_app;
+  // Telephony calls open at once per provider, "PROVIDER=N" (--max-calls, repeatable: "twilio=50");
+  // a provider not named has only max_streams. Beyond: 503 "too_many_calls" on the upgrade.
+  std::vector<std::string> max_calls;
   // The rate Silero runs at for telephony calls: 0, the engine's default (the 16 kHz model, phone
   // audio upsampled: the more accurate, docs/TELEPHONY.md), or 8000 (the 8 kHz model: ~1.7x the
   // callers per core). /v1/stream and /v1/call take it per connection (model_rate).
@@ -108,5 +112,10 @@ struct ServerConfig {
 // <prefix>/share/brisvox/web of an installed server, else the web/ folder of the source tree it was
 // built from.
 std::string default_web_dir();
+
+// ServerConfig::max_calls read: each provider's limit, 0 where none is set. Throws
+// Error(kInvalidArgument) naming --max-calls for an entry that is not PROVIDER=N (N 1 to 100000)
+// or names a provider twice.
+std::array<int, kNumTelephonyProviders> parse_call_limits(const std::vector<std::string>& specs);
 
 }  // namespace brisvox::server

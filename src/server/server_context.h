@@ -2,6 +2,7 @@
 // and the shutdown state. Owned by Server, which outlives every connection.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
@@ -29,7 +30,8 @@ struct ServerContext {
         uploads(server_config.limits.max_uploads),
         stream_clients(server_config.limits.max_streams, server_config.limits.max_streams_per_client > 0
                                                               ? server_config.limits.max_streams_per_client
-                                                              : server_config.limits.max_streams) {}
+                                                              : server_config.limits.max_streams),
+        max_calls(parse_call_limits(server_config.max_calls)) {}
 
   const ServerConfig& config;
   Engine& engine;
@@ -47,6 +49,9 @@ struct ServerContext {
   std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
   std::atomic<std::uint64_t> next_session_id{1};
   std::atomic<int> streams_open{0};  // WebSocket sessions admitted (limits.max_streams)
+  // Each provider's limit of telephony calls (--max-calls; 0: none), and its calls admitted.
+  const std::array<int, kNumTelephonyProviders> max_calls;
+  std::array<std::atomic<int>, kNumTelephonyProviders> calls_open{};
   std::atomic<int> jobs_in_flight{0};
   // Refused connections still open so that their 503 is read (HttpSession::linger): bounded, as
   // they hold a descriptor and no slot.

@@ -17,6 +17,13 @@ std::string_view to_string(TelephonyProvider provider) {
   return "unknown";
 }
 
+std::optional<TelephonyProvider> telephony_provider(std::string_view name) {
+  for (std::size_t p = 0; p < kNumTelephonyProviders; ++p) {
+    if (to_string(static_cast<TelephonyProvider>(p)) == name) return static_cast<TelephonyProvider>(p);
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(TelephonyError error) {
   switch (error) {
     case TelephonyError::kBadMessage: return "bad_message";
@@ -25,6 +32,7 @@ std::string_view to_string(TelephonyError error) {
     case TelephonyError::kUnauthorized: return "unauthorized";
     case TelephonyError::kAppUnavailable: return "app_unavailable";
     case TelephonyError::kAppBadMessage: return "app_bad_message";
+    case TelephonyError::kCallLimit: return "call_limit";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,8 @@ namespace brisvox::server {
 enum class TelephonyProvider { kTwilio, kTelnyx, kVonage, kAsterisk, kJambonz };
 inline constexpr std::size_t kNumTelephonyProviders = 5;
 std::string_view to_string(TelephonyProvider provider);
+// The provider named `name` as to_string writes it ("twilio"); nullopt for another name.
+std::optional<TelephonyProvider> telephony_provider(std::string_view name);
 
 // Why a telephony call was ended by brisvox (the errors_total reasons).
 enum class TelephonyError {
@@ -23,8 +26,9 @@ enum class TelephonyError {
   kUnauthorized,    // no token, or a wrong one, in the provider's first message
   kAppUnavailable,  // the application was unreachable, refused, dropped or fell behind
   kAppBadMessage,   // the application sent a message that is not the call protocol's (answered, not ended)
+  kCallLimit,       // refused on the upgrade: the provider's calls were at --max-calls
 };
-inline constexpr std::size_t kNumTelephonyErrors = 6;
+inline constexpr std::size_t kNumTelephonyErrors = 7;
 std::string_view to_string(TelephonyError error);
 
 struct ProviderMetrics {

@@ -33,6 +33,7 @@ class TelnyxEndpoint final : public WsEndpoint {
  public:
   TelnyxEndpoint(ServerContext& ctx, bool listen_only) : ctx_(ctx), listen_only_(listen_only) {}
   bool counts_as_stream() const override { return true; }
+  std::optional<TelephonyProvider> telephony_provider() const override { return TelephonyProvider::kTelnyx; }
   bool token_in_first_message() const override { return true; }
   std::optional<Refusal> parse(const Request& upgrade) override;
   std::variant<std::unique_ptr<WsHandler>, Refusal> open(const boost::asio::any_io_executor& strand,

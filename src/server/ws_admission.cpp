@@ -63,6 +63,19 @@ Admission admit_upgrade(ServerContext& ctx, const Request& upgrade, WsEndpoint& 
     }
     a.held.push_back(stream_unit(ctx));
   }
+  if (const std::optional<TelephonyProvider> provider = endpoint.telephony_provider()) {
+    const auto p = static_cast<std::size_t>(*provider);
+    if (const int limit = ctx.max_calls[p]; limit > 0) {
+      if (ctx.calls_open[p].fetch_add(1) >= limit) {
+        ctx.calls_open[p].fetch_sub(1);
+        ctx.telephony_metrics[*provider].count(TelephonyError::kCallLimit);
+        return refuse({503, "too_many_calls",
+                       fmt::format("the server has {} {} calls open, its limit (--max-calls {}={}); try again later",
+                                   limit, to_string(*provider), to_string(*provider), limit)});
+      }
+      a.held.push_back(std::shared_ptr<void>(&ctx.calls_open[p], [](std::atomic<int>* open) { open->fetch_sub(1); }));
+    }
+  }
   a.wakeup = std::make_shared<EngineWakeup>(strand, ctx.gate);
   auto opened = endpoint.open(strand, a.wakeup->callback());
   if (const Refusal* refusal = std::get_if<Refusal>(&opened)) {

@@ -23,6 +23,7 @@
 #include "server/engine_wakeup.h"
 #include "server/refusal.h"
 #include "server/router.h"
+#include "server/telephony_metrics.h"
 #include "server/server_context.h"
 
 namespace brisvox::server {
@@ -39,6 +40,8 @@ class WsEndpoint {
   // <Stream> url's query): an upgrade without it is let through and the handler checks the token
   // the provider's first message carries.
   virtual bool token_in_first_message() const { return false; }
+  // A telephony provider's endpoint: its calls count in that provider's --max-calls.
+  virtual std::optional<TelephonyProvider> telephony_provider() const { return std::nullopt; }
   // Reads the upgrade request (its query); a refusal is answered instead.
   virtual std::optional<Refusal> parse(const Request& upgrade) = 0;
   // Opens the engine side, its on_events being `on_events`, and makes the handler that owns it

@@ -179,9 +179,9 @@ def settled_metrics(server, parse_metrics, provider):
         time.sleep(0.1)
 
 
-def main(doc, tests, make_context, token, name):
-    """A provider test file's command line: the server (real models, --call-app the scripted App)
-    and its tests in order."""
+def main(doc, tests, make_context, token, name, server_args=()):
+    """A provider test file's command line: the server (real models, --call-app the scripted App,
+    and `server_args`) and its tests in order."""
     from serve_process import Server, run_tests
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brisvox", required=True)
@@ -198,7 +198,8 @@ def main(doc, tests, make_context, token, name):
         c.app = App()
         c.server = Server(args.brisvox, "--workers", "1", "--tts-voice", args.voice, "--tts-workers", "1",
                           "--stt-model", "tiny.en", "--turn-model", "v3.2", "--token", token,
-                          "--call-app", f"ws://127.0.0.1:{c.app.port}/calls", "--idle-timeout-s", "20")
+                          "--call-app", f"ws://127.0.0.1:{c.app.port}/calls", "--idle-timeout-s", "20",
+                          *server_args)
         failures = run_tests([(t.__name__, lambda t=t: t(c)) for t in tests], [c.server], args.budget,
                              args.test_timeout, started)
     print(f"{len(tests) - len(failures)} of {len(tests)} passed in {time.monotonic() - started:.1f} s")

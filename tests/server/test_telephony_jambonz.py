@@ -45,6 +45,7 @@ from serve_process import parse_metrics, wait_line  # noqa: E402
 from telephony_common import GOODBYE, REPLY, App, connect, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
 
 TOKEN = "jambonz-token"
+MAX_CALLS = 4  # --max-calls jambonz=4: more than any other test holds at once
 
 
 class Context:
@@ -327,6 +328,29 @@ async def test_malformed_messages_close_only_that_call(c):
     assert await good.wait_closed() == 1000
 
 
+async def test_the_providers_call_limit_refuses_one_more(c):
+    # The server runs with --max-calls jambonz=4 (and no limit for others).
+    calls = [await FakeJambonz(c, "quiet").open() for _ in range(MAX_CALLS)]
+    for jb in calls:
+        await c.app.wait_for(jb.call_sid, "call_start", timeout=10)
+    # Refused on the upgrade (a plain connect: telephony_common.connect would retry the 503).
+    try:
+        await websockets.connect(f"ws://127.0.0.1:{c.server.port}/v1/telephony/jambonz?token={TOKEN}",
+                                 subprotocols=["audio.jambonz.org"], open_timeout=10)
+        raise AssertionError(f"call {MAX_CALLS + 1} was taken")
+    except websockets.exceptions.InvalidStatusCode as e:
+        assert e.status_code == 503 and e.headers.get("Retry-After") == "1", e
+    # A call that ends gives its place back.
+    await calls[0].hang_up()
+    assert await calls[0].wait_closed() == 1000
+    await c.app.wait_for(calls[0].call_sid, "_closed", timeout=5)
+    again = await FakeJambonz(c, "quiet").open()
+    await c.app.wait_for(again.call_sid, "call_start", timeout=10)
+    for jb in calls[1:] + [again]:
+        await jb.hang_up()
+        assert await jb.wait_closed() == 1000
+
+
 def test_nothing_is_left_open(c):
     m, left = settled_metrics(c.server, parse_metrics, "jambonz")
     assert not left, left
@@ -334,7 +358,7 @@ def test_nothing_is_left_open(c):
     assert jambonz("calls_total") >= 6 and jambonz("clears_total") >= 1 and jambonz("dtmf_total") >= 2, m
     errors = lambda reason: m[f'brisvox_telephony_errors_total{{provider="jambonz",reason="{reason}"}}']  # noqa: E731
     assert errors("bad_message") == 4 and errors("out_of_order") >= 1 and errors("bad_media_format") == 2, m
-    assert errors("unauthorized") == 2, m
+    assert errors("unauthorized") == 2 and errors("call_limit") == 1, m
     assert m['brisvox_telephony_calls_total{provider="vonage"}'] == 0, "a jambonz call counted as Vonage's"
     assert c.server.alive()
 
@@ -342,8 +366,8 @@ def test_nothing_is_left_open(c):
 TESTS = [test_an_8khz_call_is_heard_answered_and_understood, test_a_16khz_call_says_goodbye_and_the_app_hangs_up,
          test_talking_over_the_reply_sends_kill_audio, test_the_provider_vanishing_mid_reply_ends_the_call,
          test_listen_only_connections_never_send_audio, test_malformed_messages_close_only_that_call,
-         test_nothing_is_left_open]
+         test_the_providers_call_limit_refuses_one_more, test_nothing_is_left_open]
 
 
 if __name__ == "__main__":
-    sys.exit(main(__doc__, TESTS, Context, TOKEN, "jambonz"))
+    sys.exit(main(__doc__, TESTS, Context, TOKEN, "jambonz", ("--max-calls", f"jambonz={MAX_CALLS}")))
