@@ -27,7 +27,7 @@ rss_limit_mb=2048
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DBRISVOX_BUILD_FUZZERS=ON -DBRISVOX_BUILD_TESTS=OFF -DBRISVOX_BUILD_BENCHMARKS=OFF \
-  -DBRISVOX_BUILD_CLI=OFF >/dev/null
+  -DBRISVOX_BUILD_CLI=OFF -DCMAKE_UNITY_BUILD="${BRISVOX_UNITY:-OFF}" >/dev/null
 cmake --build "$build" --target fuzzers -j "$(nproc)"
 ((build_only == 0)) || exit 0
 

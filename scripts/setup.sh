@@ -5,6 +5,8 @@
 #                               + Whisper tiny.en (converted to ONNX in the venv)
 #                               + Smart Turn v3.2 (from the pipecat-ai wheel, also put in the venv)
 #   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
+#   scripts/setup.sh --build-only  only what the build needs (apt packages, ONNX Runtime); the rest
+#                               is for running and testing (scripts/test.sh ci builds meanwhile)
 #
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
 # a re-run with everything in place touches no network. Everything fetched lands in git-ignored
@@ -22,9 +24,11 @@ cache="$root/.cache/npm"
 tp="$root/third_party"
 sums="$root/scripts/deps.sha256"
 do_apt=1
+build_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
+    --build-only) build_only=1 ;;
     -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
@@ -112,6 +116,10 @@ else
   rm -rf "$tp/.ort-pkg"
   prune "$tgz"
   log "ONNX Runtime unpacked to $ort_dir"
+fi
+if [[ $build_only == 1 ]]; then
+  log "what the build needs is in place (--build-only)"
+  exit 0
 fi
 
 # Silero VAD v5 and v6 (MIT), as shipped in @ricky0123/vad-web (the legacy v4 model for tests).

@@ -7,9 +7,10 @@
 #                              ThreadSanitizer
 #   scripts/test.sh ci         release, asan, tsan, then scripts/fuzz.sh for a bounded time:
 #                              what .ci/run runs on every submission. Pipelined: while one phase's
-#                              tests that wait on the clock (and the Python package) run, the next
-#                              phase builds at the lowest CPU priority; its builds are unity builds
-#                              (docs/TESTING.md, "CI time")
+#                              tests (and the Python package) run, the next phase builds at the
+#                              lowest CPU priority, and the set-up that only tests need runs beside
+#                              the first build; every build is a unity build (docs/TESTING.md, "CI
+#                              time")
 #   scripts/test.sh PRESET STEP  one step of a preset: build (setup, configure, build), cpu (the
 #                              CPU-bound tests), waiting (the tests that wait on the clock, then the
 #                              Python package for release)
@@ -29,8 +30,9 @@ if [[ $preset == ci ]]; then
   # once per file (docs/TESTING.md, "CI time"). Developers' builds stay one object per file.
   export BRISVOX_UNITY=ON
   # build_behind NAME COMMAND...: builds the next phase at the lowest CPU priority while this one's
-  # waiting tests run (they need little CPU and keep their priority); its output goes to a log,
-  # printed when it fails.
+  # tests run: they keep the CPU they use (nice 19 weighs 15 against their 1024), and the build
+  # takes what they leave (the waiting tests need little; the CPU-bound pass leaves a core idle
+  # while its last tests finish). Its output goes to a log, printed when it fails.
   behind_pid=""
   build_behind() {
     local name="$1"
@@ -58,28 +60,38 @@ if [[ $preset == ci ]]; then
   }
   # Each phase's tests all run even when one fails, so that one CI log names every failure.
   status=0
-  bash "$0" release build
-  echo "[test] release built at $((SECONDS - start)) s" >&2
-  export BRISVOX_SETUP_DONE=1  # the later phases' builds need nothing more from scripts/setup.sh
-  bash "$0" release cpu || status=$?
+  # What the build needs first; the rest of the set-up (the venv, the models and their conversions,
+  # much of it waiting on the network) while the release build runs.
+  apt_flag=()
+  [[ $(id -u) == 0 ]] || apt_flag=(--no-apt)
+  bash scripts/setup.sh --build-only "${apt_flag[@]}"
+  bash scripts/setup.sh "${apt_flag[@]}" &
+  setup_pid=$!
+  export BRISVOX_SETUP_DONE=1  # the phases' builds need nothing more from scripts/setup.sh
+  build_status=0
+  bash "$0" release build || build_status=$?
+  wait "$setup_pid" || { echo "[test] scripts/setup.sh failed" >&2; exit 1; }
+  ((build_status == 0)) || exit "$build_status"
+  echo "[test] set up and release built at $((SECONDS - start)) s" >&2
   build_behind asan bash "$0" asan build
+  bash "$0" release cpu || status=$?
   bash "$0" release waiting || status=$?
   join_behind asan
   ((status == 0)) || exit "$status"
   prune release
-  bash "$0" asan cpu || status=$?
   build_behind tsan bash "$0" tsan build
+  bash "$0" asan cpu || status=$?
   bash "$0" asan waiting || status=$?
   join_behind tsan
   ((status == 0)) || exit "$status"
   prune asan
-  bash "$0" tsan cpu || status=$?
   build_behind fuzz bash scripts/fuzz.sh --build-only
+  bash "$0" tsan cpu || status=$?
   bash "$0" tsan waiting || status=$?
   join_behind fuzz
   ((status == 0)) || exit "$status"
   prune tsan
-  bash scripts/fuzz.sh "${BRISVOX_CI_FUZZ_SECONDS:-10}"
+  bash scripts/fuzz.sh "${BRISVOX_CI_FUZZ_SECONDS:-5}"
   echo "[test] fuzz done at $((SECONDS - start)) s ($(disk))" >&2
   exit 0
 fi

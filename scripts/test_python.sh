@@ -14,7 +14,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 start=$SECONDS
 out=build/python
 rm -rf "$out/dist" "$out/fresh" "$out/site"
-.venv/bin/python -m pip wheel . --quiet --no-input --no-build-isolation --no-deps --no-index -w "$out/dist"
+# BRISVOX_UNITY=ON (scripts/test.sh ci): a unity build, as CI's other builds.
+.venv/bin/python -m pip wheel . --quiet --no-input --no-build-isolation --no-deps --no-index -w "$out/dist" \
+  --config-settings=cmake.define.CMAKE_UNITY_BUILD="${BRISVOX_UNITY:-OFF}"
 wheel=$(ls "$out"/dist/brisvox-*.whl)
 echo "[python] $(basename "$wheel") ($(du -h "$wheel" | cut -f1)) built at $((SECONDS - start)) s" >&2
 
