@@ -38,9 +38,15 @@ if [[ $preset == ci ]]; then
     local name="$1"
     shift
     mkdir -p build
-    nice -n 19 "$@" >"build/$name.behind.log" 2>&1 &
+    # Its own process group (setsid), so that it can be paused as a whole (pause_behind).
+    setsid nice -n 19 "$@" >"build/$name.behind.log" 2>&1 &
     behind_pid=$!
   }
+  # The browser test's fake microphone drifts when a build shares the cores (one run here put the
+  # segments of Chromium's resampled capture 128 ms late, against 0-32 ms without it): the build
+  # behind is paused while that test runs, beside the other waiting tests as before.
+  pause_behind() { kill -STOP -- "-$behind_pid" 2>/dev/null || true; }
+  resume_behind() { kill -CONT -- "-$behind_pid" 2>/dev/null || true; }
   join_behind() { # join_behind NAME: waits for the build behind; exits if it failed
     local status=0
     wait "$behind_pid" || status=$?
@@ -75,7 +81,17 @@ if [[ $preset == ci ]]; then
   echo "[test] set up and release built at $((SECONDS - start)) s" >&2
   build_behind asan bash "$0" asan build
   bash "$0" release cpu || status=$?
-  bash "$0" release waiting || status=$?
+  pause_behind
+  (
+    browser_status=0
+    ctest --preset release -L browser || browser_status=$?
+    resume_behind
+    exit "$browser_status"
+  ) &
+  browser_pid=$!
+  BRISVOX_WAITING_EXCLUDE=browser bash "$0" release waiting || status=$?
+  wait "$browser_pid" || status=$?
+  resume_behind
   join_behind asan
   ((status == 0)) || exit "$status"
   prune release
@@ -173,7 +189,10 @@ if [[ $step == all || $step == cpu ]]; then
   ctest --preset "$preset" -j "$(nproc)" -LE "$waiting" "${ctest_args[@]}" || status=$?
 fi
 if [[ $step == all || $step == waiting ]]; then
-  ctest --preset "$preset" -j "$((2 * $(nproc)))" -L "$waiting" "${ctest_args[@]}" || status=$?
+  # BRISVOX_WAITING_EXCLUDE: a label the ci run tests on its own (the browser test).
+  exclude=()
+  [[ -z ${BRISVOX_WAITING_EXCLUDE:-} ]] || exclude=(-LE "$BRISVOX_WAITING_EXCLUDE")
+  ctest --preset "$preset" -j "$((2 * $(nproc)))" -L "$waiting" "${exclude[@]}" "${ctest_args[@]}" || status=$?
   # The Python package: wheel, fresh venv, pytest (scripts/test_python.sh; release only).
   if [[ $preset == release ]]; then
     bash scripts/test_python.sh || status=$?
