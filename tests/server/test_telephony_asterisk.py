@@ -42,7 +42,7 @@ with warnings.catch_warnings():
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from serve_process import parse_metrics, wait_line  # noqa: E402
-from telephony_common import GOODBYE, REPLY, App, connect, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
+from telephony_common import REPLY, App, connect, goodbye_wer, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
 
 TOKEN = "asterisk-token"
 # Asterisk's format names: (rate, bytes a sample, encode from 16-bit, decode to 16-bit).
@@ -275,7 +275,7 @@ async def test_a_slin16_json_call_says_goodbye_and_the_app_hangs_up(c):
     assert end["reason"] == "app_hangup", end
     heard = transcribe(c.server, ast.pcm(), TOKEN, rate=16000)
     print(f"    goodbye in slin16: Whisper heard {heard!r}", flush=True)
-    assert wer(GOODBYE, heard) <= 0.25, heard
+    assert goodbye_wer(heard) <= 0.25, heard
 
 
 async def test_talking_over_the_reply_flushes_the_media(c):

@@ -42,7 +42,7 @@ with warnings.catch_warnings():
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from serve_process import parse_metrics, wait_line  # noqa: E402
-from telephony_common import GOODBYE, REPLY, App, connect, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
+from telephony_common import REPLY, App, connect, goodbye_wer, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
 
 TOKEN = "jambonz-token"
 MAX_CALLS = 4  # --max-calls jambonz=4: more than any other test holds at once
@@ -232,7 +232,7 @@ async def test_a_16khz_call_says_goodbye_and_the_app_hangs_up(c):
     assert end["reason"] == "app_hangup", end
     heard = transcribe(c.server, jb.audio, TOKEN, rate=16000)
     print(f"    goodbye at 16 kHz: Whisper heard {heard!r}", flush=True)
-    assert wer(GOODBYE, heard) <= 0.25, heard
+    assert goodbye_wer(heard) <= 0.25, heard
 
 
 async def test_talking_over_the_reply_sends_kill_audio(c):
