@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "brisvox/error.h"
 #include "server/access_policy.h"
 #include "server/call_handler.h"
 #include "server/header_value.h"
@@ -77,24 +76,10 @@ std::optional<Refusal> JambonzEndpoint::parse(const Request& upgrade) {
                    fmt::format("the upgrade asks for the subprotocol(s) {}; jambonz's are \"{}\" and \"{}\"",
                                json_quoted(protocols), kJambonzProtocol, kDrachtioProtocol)};
   }
-  try {
-    for (const auto& [key, value] : parse_query_string(query)) {
-      if (key == "rate") {
-        rate_hz_ = value == "8000" ? 8000 : value == "16000" ? 16000 : 0;
-      } else if (key != "token") {
-        return Refusal{400, "bad_request",
-                       fmt::format("unknown key \"{}\": /v1/telephony/jambonz takes rate and token (the call's own "
-                                   "values go in the verb's metadata)",
-                                   key)};
-      }
-    }
-  } catch (const Error& e) {
-    return Refusal{400, "bad_request", e.what()};
-  }
-  if (rate_hz_ == 0) {
-    return Refusal{400, "bad_request",
-                   "rate must be 8000 or 16000 (the listen verb's sampleRate and bidirectionalAudio.sampleRate; "
-                   "docs/TELEPHONY.md)"};
+  if (auto refusal = read_l16_query(query, "/v1/telephony/jambonz", " (the call's own values go in the verb's metadata)",
+                                    "the listen verb's sampleRate and bidirectionalAudio.sampleRate; docs/TELEPHONY.md",
+                                    rate_hz_)) {
+    return refusal;
   }
   return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le", rate_hz_), app_, request_);
 }

@@ -358,6 +358,23 @@ void MediaStreamFront::on_closed(std::string_view why, bool /*opened*/) {
 
 // --- admission -----------------------------------------------------------------------------------
 
+std::optional<Refusal> read_l16_query(std::string_view query, std::string_view path, std::string_view more,
+                                      std::string_view rate_hint, int& rate_hz) {
+  try {
+    for (const auto& [key, value] : parse_query_string(query)) {
+      if (key == "rate") {
+        rate_hz = value == "8000" ? 8000 : value == "16000" ? 16000 : 0;
+      } else if (key != "token") {
+        return Refusal{400, "bad_request", fmt::format("unknown key \"{}\": {} takes rate and token{}", key, path, more)};
+      }
+    }
+  } catch (const Error& e) {
+    return Refusal{400, "bad_request", e.what()};
+  }
+  if (rate_hz == 0) return Refusal{400, "bad_request", fmt::format("rate must be 8000 or 16000 ({})", rate_hint)};
+  return std::nullopt;
+}
+
 std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::string& audio_query, AppUrl& app,
                                               CallRequest& request) {
   if (ctx.config.call_app.empty()) {

@@ -188,6 +188,13 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   std::string end_detail_;
 };
 
+// The query of an endpoint whose audio is 16-bit PCM at 8000 or 16000 Hz chosen before brisvox hears
+// of the call (Vonage, jambonz): ?rate= into `rate_hz` (left as given when absent) and ?token=.
+// Another key is refused naming `path` (`more`: where the call's own values go instead, or
+// empty), another rate with `rate_hint` (where the provider sets its rate).
+std::optional<Refusal> read_l16_query(std::string_view query, std::string_view path, std::string_view more,
+                                      std::string_view rate_hint, int& rate_hz);
+
 // What every telephony endpoint reads on the upgrade: the --call-app application (`app`; a 503
 // no_call_app without one), and the call's request for `audio_query` (the provider's
 // "sample_rate=8000&encoding=mulaw"), with turn ends and transcripts where the server has the

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "brisvox/error.h"
 #include "server/access_policy.h"
 #include "server/call_handler.h"
 #include "server/query_params.h"
@@ -59,22 +58,10 @@ std::unique_ptr<StreamDialect> make_vonage_dialect(int rate_hz) {
 std::optional<Refusal> VonageEndpoint::parse(const Request& upgrade) {
   const std::string_view query = target_query(to_sv(upgrade.target()));
   authorized_ = token_ok(ctx_.config.token, to_sv(upgrade[boost::beast::http::field::authorization]), query);
-  try {
-    for (const auto& [key, value] : parse_query_string(query)) {
-      if (key == "rate") {
-        rate_hz_ = value == "8000" ? 8000 : value == "16000" ? 16000 : 0;
-      } else if (key != "token") {
-        return Refusal{400, "bad_request",
-                       fmt::format("unknown key \"{}\": /v1/telephony/vonage takes rate and token", key)};
-      }
-    }
-  } catch (const Error& e) {
-    return Refusal{400, "bad_request", e.what()};
-  }
-  if (rate_hz_ == 0) {
-    return Refusal{400, "bad_request",
-                   "rate must be 8000 or 16000 (the rate of the NCCO endpoint's content-type, audio/l16;rate=N; "
-                   "docs/TELEPHONY.md)"};
+  if (auto refusal = read_l16_query(query, "/v1/telephony/vonage", "",
+                                    "the rate of the NCCO endpoint's content-type, audio/l16;rate=N; docs/TELEPHONY.md",
+                                    rate_hz_)) {
+    return refusal;
   }
   return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le", rate_hz_), app_, request_);
 }

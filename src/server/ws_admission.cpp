@@ -10,10 +10,10 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// A stream slot under limits.max_streams: one unit of ctx.streams_open, given back when the last
-// holder goes.
-std::shared_ptr<void> stream_unit(ServerContext& ctx) {
-  return std::shared_ptr<void>(&ctx.streams_open, [](std::atomic<int>* open) { open->fetch_sub(1); });
+// A slot under a limit: one unit of `open` (ctx.streams_open, a provider's ctx.calls_open), given
+// back when the last holder goes.
+std::shared_ptr<void> held_unit(std::atomic<int>& open) {
+  return std::shared_ptr<void>(&open, [](std::atomic<int>* o) { o->fetch_sub(1); });
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ Admission admit_upgrade(ServerContext& ctx, const Request& upgrade, WsEndpoint& 
                      fmt::format("the server has {} streams open, its limit (--max-streams); try again later",
                                  limits.max_streams)});
     }
-    a.held.push_back(stream_unit(ctx));
+    a.held.push_back(held_unit(ctx.streams_open));
   }
   if (const std::optional<TelephonyProvider> provider = endpoint.telephony_provider()) {
     const auto p = static_cast<std::size_t>(*provider);
@@ -73,7 +73,7 @@ Admission admit_upgrade(ServerContext& ctx, const Request& upgrade, WsEndpoint& 
                        fmt::format("the server has {} {} calls open, its limit (--max-calls {}={}); try again later",
                                    limit, to_string(*provider), to_string(*provider), limit)});
       }
-      a.held.push_back(std::shared_ptr<void>(&ctx.calls_open[p], [](std::atomic<int>* open) { open->fetch_sub(1); }));
+      a.held.push_back(held_unit(ctx.calls_open[p]));
     }
   }
   a.wakeup = std::make_shared<EngineWakeup>(strand, ctx.gate);
