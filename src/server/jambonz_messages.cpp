@@ -51,33 +51,8 @@ std::string read_jambonz_preamble(const Json& j, StreamStart& s) {
   if (!(e = read_string(j, "accountSid", s.account_sid, kMaxJambonzFieldBytes, false, "the preamble")).empty()) {
     return e;
   }
-  for (const auto& [name, value] : j.items()) {
-    if (name == "sampleRate" || name == "mixType") continue;
-    if (s.custom_parameters.size() == kMaxJambonzParameters) {
-      return fmt::format("the preamble has more than {} keys", kMaxJambonzParameters);
-    }
-    std::string text = value.is_string() ? value.get<std::string>()
-                                         : value.dump(-1, ' ', false, Json::error_handler_t::replace);
-    if (name.size() > kMaxJambonzParameterBytes || text.size() > kMaxJambonzParameterBytes) {
-      return fmt::format("a preamble key's name or value is longer than {} bytes", kMaxJambonzParameterBytes);
-    }
-    s.custom_parameters.emplace_back(name, std::move(text));
-  }
-  return {};
-}
-
-// {"event": "dtmf", "dtmf": "5", "duration": "1600"}: the values are strings (duration in RTP
-// timestamp units, read only for its type).
-std::string read_jambonz_dtmf(const Json& j, StreamMessage& m) {
-  std::string e;
-  if (!(e = read_string(j, "dtmf", m.digit, kMaxJambonzFieldBytes, true, "dtmf")).empty()) return e;
-  if (m.digit.size() != 1 || std::string_view("0123456789*#ABCD").find(m.digit[0]) == std::string_view::npos) {
-    return "dtmf's digit must be one of 0-9, *, #, A-D";
-  }
-  if (const auto d = j.find("duration"); d != j.end() && !d->is_string() && !d->is_number()) {
-    return "dtmf's duration must be a string or a number";
-  }
-  return {};
+  return read_flat_parameters(j, {"sampleRate", "mixType"}, kMaxJambonzParameters, kMaxJambonzParameterBytes,
+                              s.custom_parameters, "the preamble");
 }
 
 // {"type": "mark", "data": {"name": N, "event": "playout" | "cleared"}}.
@@ -130,7 +105,7 @@ StreamMessage parse_jambonz_message(std::string_view json_text) {
   m.event_name = type.empty() ? event : type;
   if (event == "dtmf") {
     m.event = StreamEvent::kDtmf;
-    error = read_jambonz_dtmf(*j, m);
+    error = read_dtmf_event(*j, m.digit);
   } else if (type == "mark") {
     m.event = StreamEvent::kMark;
     error = read_jambonz_mark(*j, m);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace brisvox::server {
@@ -59,6 +60,34 @@ std::string read_parameters(const Json& obj, const char* key, std::size_t max_en
       return fmt::format("a {}.{} name or value is longer than {} bytes", where, key, max_bytes);
     }
     out.emplace_back(name, value.get<std::string>());
+  }
+  return {};
+}
+
+std::string read_flat_parameters(const Json& obj, std::initializer_list<std::string_view> skip,
+                                 std::size_t max_entries, std::size_t max_bytes,
+                                 std::vector<std::pair<std::string, std::string>>& out, std::string_view where) {
+  for (const auto& [name, value] : obj.items()) {
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+    if (out.size() == max_entries) return fmt::format("{} has more than {} keys", where, max_entries);
+    std::string text = value.is_string() ? value.get<std::string>()
+                                         : value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (name.size() > max_bytes || text.size() > max_bytes) {
+      return fmt::format("a key's name or value in {} is longer than {} bytes", where, max_bytes);
+    }
+    out.emplace_back(name, std::move(text));
+  }
+  return {};
+}
+
+std::string read_dtmf_event(const Json& obj, std::string& digit) {
+  constexpr std::size_t kMaxDigitBytes = 16;  // one key; read bounded before it is checked
+  if (std::string e = read_string(obj, "dtmf", digit, kMaxDigitBytes, true, "dtmf"); !e.empty()) return e;
+  if (digit.size() != 1 || std::string_view("0123456789*#ABCD").find(digit[0]) == std::string_view::npos) {
+    return "dtmf's digit must be one of 0-9, *, #, A-D";
+  }
+  if (const auto d = obj.find("duration"); d != obj.end() && !d->is_string() && !d->is_number()) {
+    return "dtmf's duration must be a string or a number";
   }
   return {};
 }

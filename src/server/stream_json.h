@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,17 @@ std::string check_counter(const nlohmann::json& obj, const char* key, std::strin
 std::string read_parameters(const nlohmann::json& obj, const char* key, std::size_t max_entries,
                             std::size_t max_bytes, std::vector<std::pair<std::string, std::string>>& out,
                             std::string_view where);
+
+// Every key of `obj` but those in `skip`, as parameters in the order sent (jambonz's preamble,
+// FreeSWITCH's metadata: the caller's keys sit flat beside the provider's): a string value as it is,
+// another as its JSON text; at most `max_entries` of at most `max_bytes` a name or value.
+std::string read_flat_parameters(const nlohmann::json& obj, std::initializer_list<std::string_view> skip,
+                                 std::size_t max_entries, std::size_t max_bytes,
+                                 std::vector<std::pair<std::string, std::string>>& out, std::string_view where);
+
+// A DTMF event as jambonz's FreeSWITCH module writes it, {"event": "dtmf", "dtmf": "5", "duration":
+// "1600"} (the values strings; duration in RTP timestamp units, only checked): the key into `digit`.
+std::string read_dtmf_event(const nlohmann::json& obj, std::string& digit);
 
 // A non-negative integer field (at most 1,000,000: rates and channel counts), required.
 std::string read_count(const nlohmann::json& obj, const char* key, int& out, std::string_view where);
