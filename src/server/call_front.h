@@ -52,7 +52,9 @@ class CallFront {
   // The handshake is done (`c` stays valid until on_closed()).
   virtual void on_open(WsConnection& c, CallControl& call, const CallReady& ready) = 0;
   virtual void on_text(std::string message, CallControl& call) = 0;
-  virtual void on_binary(std::span<const std::byte> chunk, CallControl& call) = 0;
+  // A binary message, a chunk at a time (`last`: its final chunk; an empty message is one empty last
+  // chunk).
+  virtual void on_binary(std::span<const std::byte> chunk, bool last, CallControl& call) = 0;
 
   // --- what the call says ----------------------------------------------------------------------
   // One of the call's JSON events (docs/PROTOCOL.md "Calls": speech_start, transcript,
@@ -80,6 +82,9 @@ class CallFront {
   // Whether the connection is still read while the call closes (the provider's mark echoes and
   // stop come on it); its text messages then still reach on_text() (audio is ignored).
   virtual bool reads_while_closing() const { return false; }
+  // The call has finished what it had to say and closes the connection now: a last message may
+  // still be sent (it is written before the close).
+  virtual void closing() {}
   // The connection has ended (`why` as WsHandler::on_closed; `opened`: on_open() ran).
   virtual void on_closed(std::string_view /*why*/, bool /*opened*/) {}
 };

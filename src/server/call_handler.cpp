@@ -90,9 +90,9 @@ void CallHandler::on_text(std::string message) {
   advance();
 }
 
-void CallHandler::on_binary(std::span<const std::byte> chunk, bool /*last*/) {
+void CallHandler::on_binary(std::span<const std::byte> chunk, bool last) {
   if (closing_) return;
-  front_->on_binary(chunk, *this);
+  front_->on_binary(chunk, last, *this);
   advance();
 }
 
@@ -347,6 +347,7 @@ void CallHandler::advance() {
       call_.flush();
     }
     if (caller_ended_ && !busy()) {
+      front_->closing();
       c.close(end_code_, end_reason_);
     } else if (caller_ended_ && front_->busy()) {
       wake_at(Clock::now() + kCloseRecheck);  // the front's wait has a deadline of its own

@@ -32,7 +32,7 @@ void CallProtocol::on_text(std::string message, CallControl& call) {
   }
 }
 
-void CallProtocol::on_binary(std::span<const std::byte> chunk, CallControl& call) { call.audio(chunk); }
+void CallProtocol::on_binary(std::span<const std::byte> chunk, bool /*last*/, CallControl& call) { call.audio(chunk); }
 
 void CallProtocol::event(std::string message, SendQueue::Kind kind) { c_->send(std::move(message), kind); }
 

@@ -13,7 +13,7 @@ class CallProtocol final : public CallFront {
   explicit CallProtocol(ServerContext& ctx) : ctx_(ctx) {}
   void on_open(WsConnection& c, CallControl& call, const CallReady& ready) override;
   void on_text(std::string message, CallControl& call) override;
-  void on_binary(std::span<const std::byte> chunk, CallControl& call) override;
+  void on_binary(std::span<const std::byte> chunk, bool last, CallControl& call) override;
   void event(std::string message, SendQueue::Kind kind) override;
   void audio(std::uint32_t utterance, std::string bytes) override;
   std::size_t purge(std::uint32_t first, std::uint32_t last) override;

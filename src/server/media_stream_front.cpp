@@ -113,13 +113,7 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
       return;
     }
     case StreamEvent::kStop:
-      stopped_ = true;
-      if (end_reason_.empty()) end_reason_ = "caller_hangup";  // not after the application's hangup
-      held_.clear();  // the provider echoes nothing more
-      chunker_.clear();
-      c_->log("{} {}: stop (the caller hung up or the stream was stopped)", kind_, c_->id());
-      call.end(kCloseNormal, "", /*drop_speech=*/true);
-      return;
+      return stop(call, "stop (the caller hung up or the stream was stopped)");
     case StreamEvent::kCleared:
       // What the provider had not played is gone, and with it the marks behind it (Vonage echoes
       // no notify of dropped audio): each reply so cleared was interrupted, not heard to its end.
@@ -136,12 +130,31 @@ void MediaStreamFront::on_text(std::string message, CallControl& call) {
   }
 }
 
-void MediaStreamFront::on_binary(std::span<const std::byte> chunk, CallControl& call) {
+void MediaStreamFront::stop(CallControl& call, std::string_view how) {
+  stopped_ = true;
+  if (end_reason_.empty()) end_reason_ = "caller_hangup";  // not after the application's hangup
+  held_.clear();  // the provider echoes nothing more
+  chunker_.clear();
+  c_->log("{} {}: {}", kind_, c_->id(), how);
+  call.end(kCloseNormal, "", /*drop_speech=*/true);
+}
+
+void MediaStreamFront::on_binary(std::span<const std::byte> chunk, bool last, CallControl& call) {
   if (stopped_) return;
+  const bool empty_message = last && binary_bytes_ == 0 && chunk.empty();
+  binary_bytes_ = last ? 0 : binary_bytes_ + chunk.size();
+  if (empty_message && started_ && dialect_->empty_binary_is_stop()) {
+    return stop(call, fmt::format("{}'s graceful shutdown (an empty binary frame)", dialect_->name()));
+  }
   if (!dialect_->binary_audio()) {
     return fail(TelephonyError::kBadMessage, fmt::format("a binary message ({} sends JSON text)", dialect_->name()));
   }
-  if (!started_) return fail(TelephonyError::kOutOfOrder, "audio before the stream's first text message");
+  if (!started_) {
+    const std::optional<StreamMessage> implied = dialect_->start_on_audio();
+    if (!implied) return fail(TelephonyError::kOutOfOrder, "audio before the stream's first text message");
+    start(*implied);
+    if (!started_) return;  // refused (no token)
+  }
   // A message may come in several chunks: the call's decoder keeps a split sample for the next.
   call.audio(chunk);
 }
@@ -267,7 +280,7 @@ void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
     }
   }
   const std::size_t n = bytes.size();
-  SendQueue::Message m{dialect_->media(stream_sid_, bytes), dialect_->binary_audio(), utterance};
+  SendQueue::Message m{dialect_->media(stream_sid_, bytes), dialect_->binary_media(), utterance};
   m.content_bytes = n;
   c_->send(std::move(m));
 }
@@ -307,9 +320,16 @@ MediaStreamFront::Held& MediaStreamFront::hold(std::uint32_t utterance, std::str
   return held;
 }
 
+void MediaStreamFront::send_unconfirmed(std::string message) {
+  // All of the audio before it goes first.
+  for (MediaChunker::Piece& p : chunker_.flush()) send_media(p.utterance, std::move(p.bytes));
+  to_app(std::move(message));
+}
+
 void MediaStreamFront::speak_done(std::uint32_t utterance, std::string_view id_json, double duration_ms) {
   std::string message = speak_done_message(id_json, duration_ms);
   if (listen_only_ || !started_ || stopped_) return to_app(std::move(message));
+  if (!dialect_->echoes_marks()) return send_unconfirmed(std::move(message));
   // Its fields are kept for the "interrupted" that replaces it if a clear drops its audio.
   Held& h = hold(utterance, std::move(message), true);
   h.id_json = id_json;
@@ -318,6 +338,7 @@ void MediaStreamFront::speak_done(std::uint32_t utterance, std::string_view id_j
 
 void MediaStreamFront::mark_reached(std::uint32_t utterance, std::string message) {
   if (listen_only_ || !started_ || stopped_) return to_app(std::move(message));
+  if (!dialect_->echoes_marks()) return send_unconfirmed(std::move(message));
   hold(utterance, std::move(message), false);
 }
 
@@ -335,6 +356,11 @@ bool MediaStreamFront::busy() const {
   // A close waits for the provider to play what it has (its marks' echoes), not forever.
   const auto now = Clock::now();
   return std::any_of(held_.begin(), held_.end(), [&](const auto& p) { return now - p.second.sent < kMarkEchoWait; });
+}
+
+void MediaStreamFront::closing() {
+  if (end_reason_ != "app_hangup" || listen_only_ || !started_ || stopped_) return;
+  if (std::string m = dialect_->hangup(); !m.empty()) c_->send(std::move(m));
 }
 
 void MediaStreamFront::on_closed(std::string_view why, bool /*opened*/) {

@@ -1,9 +1,11 @@
 // A telephony provider's bidirectional media stream as a call's front (call_front.h;
 // docs/TELEPHONY.md): the one mechanism behind /v1/telephony/twilio (twilio_front.h),
-// /v1/telephony/telnyx (telnyx_front.h) and /v1/telephony/vonage (vonage_front.h). What differs
+// /v1/telephony/telnyx (telnyx_front.h), /v1/telephony/vonage (vonage_front.h), asterisk_front.h,
+// jambonz_front.h and freeswitch_front.h. What differs
 // between providers is their spelling, a StreamDialect: how a message is read (into
 // stream_messages.h's shape), which media format is taken, how media, mark and clear are written
-// back, whether the audio travels in binary frames. Everything else is this one piece.
+// back, whether the audio travels in binary frames, whether marks are echoed. Everything else is
+// this one piece.
 //
 // From the provider: connected, then start (the stream's and call's ids, custom parameters, the
 // media format, which must be the one the dialect takes), then media (base64 audio of the caller's
@@ -73,9 +75,23 @@ class StreamDialect {
   virtual std::size_t min_media_bytes() const { return 0; }
   virtual bool exact_media() const { return false; }
   virtual char silence() const { return 0; }
-  // The audio travels as binary frames both ways (Vonage), not inside text messages: the caller's
-  // binary frames are its media, and media() is sent as a binary frame.
+  // The caller's audio comes in binary frames (Vonage), not inside text messages: those frames are
+  // its media. binary_media(): media() is sent as a binary frame too (FreeSWITCH's module takes the
+  // replies in JSON text only).
   virtual bool binary_audio() const { return false; }
+  virtual bool binary_media() const { return binary_audio(); }
+  // A stream whose provider may send audio before any text (FreeSWITCH's metadata is optional):
+  // the start its first audio stands for; nullopt: audio before the start is out of order.
+  virtual std::optional<StreamMessage> start_on_audio() const { return std::nullopt; }
+  // The provider echoes our marks once the audio before them has played (all but FreeSWITCH's
+  // module): else a reply's speak_done and an application's mark go out when their audio is sent.
+  virtual bool echoes_marks() const { return true; }
+  // A text message sent when the application hangs up, after the call's speech and before the
+  // close (FreeSWITCH's disconnect); empty: none, the close says it.
+  virtual std::string hangup() const { return {}; }
+  // An empty binary message means the provider's audio has ended and it waits for what is owed
+  // before the close (FreeSWITCH's graceful-shutdown): answered as its stop.
+  virtual bool empty_binary_is_stop() const { return false; }
   // The provider ends a call by closing the socket normally, with no stop message (Vonage): such a
   // close is the caller's hangup, not the provider gone.
   virtual bool close_is_hangup() const { return false; }
@@ -123,7 +139,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   void adjust(WsSettings& s) const override;
   void on_open(WsConnection& c, CallControl& call, const CallReady& ready) override;
   void on_text(std::string message, CallControl& call) override;
-  void on_binary(std::span<const std::byte> chunk, CallControl& call) override;
+  void on_binary(std::span<const std::byte> chunk, bool last, CallControl& call) override;
   void event(std::string message, SendQueue::Kind kind) override;
   void audio(std::uint32_t utterance, std::string bytes) override;
   std::size_t purge(std::uint32_t first, std::uint32_t last) override;
@@ -134,6 +150,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   std::size_t queued_bytes() const override;
   bool busy() const override;
   bool reads_while_closing() const override { return true; }
+  void closing() override;
   void on_closed(std::string_view why, bool opened) override;
 
  private:
@@ -153,11 +170,16 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   void on_app_gone(std::string why) override;
 
   void start(const StreamMessage& m);
+  // The provider's stop (`how`: what the log line says it was).
+  void stop(CallControl& call, std::string_view how);
   // Ends the call for `error` (a log line, the provider's error count, the close).
   void fail(TelephonyError error, const std::string& why);
   Held& hold(std::uint32_t utterance, std::string message, bool speak_done);
   void to_app(std::string message);
   void send_media(std::uint32_t utterance, std::string bytes);
+  // A message for the application after the audio before it, sent without waiting for a mark's
+  // echo (a provider that echoes none).
+  void send_unconfirmed(std::string message);
   // Ends the replies (and sends the application's marks) whose marks a clear dropped.
   void end_cleared();
 
@@ -182,6 +204,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   std::vector<std::pair<std::string, std::string>> upgrade_parameters_;
   std::string stream_sid_, call_sid_;
   std::uint64_t ignored_media_ = 0;  // media of a track that is not the caller's
+  std::size_t binary_bytes_ = 0;     // of the binary message being read
   std::uint64_t next_mark_ = 1;
   std::map<std::uint64_t, Held> held_;  // by the number in our mark's name, oldest first
   std::string end_reason_;  // call_end's reason; empty: from how the connection ended
