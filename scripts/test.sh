@@ -171,11 +171,11 @@ case "$preset" in
     # The server's network side is one thread (io_threads 1): its threads meet the engine's in
     # the wake-ups, the job threads and the pools, which the streams', TTS, calls', uploads' and
     # loadtest's end-to-end tests cross here. The Twilio front is a protocol on the calls' code
-    # (one io thread), and so are the Telnyx, Vonage and Asterisk fronts (the same MediaStreamFront), and the hardening,
+    # (one io thread), and so are the Telnyx, Vonage, Asterisk, jambonz and FreeSWITCH fronts (the same MediaStreamFront), and the hardening,
     # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
     # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_telephony_freeswitch|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 

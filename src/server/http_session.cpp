@@ -29,6 +29,7 @@
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
 #include "server/asterisk_front.h"
+#include "server/freeswitch_front.h"
 #include "server/jambonz_front.h"
 #include "server/telnyx_front.h"
 #include "server/vonage_front.h"
@@ -377,6 +378,11 @@ void HttpSession::handle(Request request) {
   }
   if ((route == Route::kJambonz || route == Route::kJambonzListen) && beast::websocket::is_upgrade(request)) {
     JambonzEndpoint endpoint(ctx_, route == Route::kJambonzListen);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if ((route == Route::kFreeswitch || route == Route::kFreeswitchListen) && beast::websocket::is_upgrade(request)) {
+    FreeswitchEndpoint endpoint(ctx_, route == Route::kFreeswitchListen);
     upgrade(std::move(request), endpoint);
     return;
   }

@@ -121,6 +121,8 @@ Route route_for(const Request& request) {
   if (path == "/v1/telephony/asterisk/listen") return only(http::verb::get, Route::kAsteriskListen);
   if (path == "/v1/telephony/jambonz") return only(http::verb::get, Route::kJambonz);
   if (path == "/v1/telephony/jambonz/listen") return only(http::verb::get, Route::kJambonzListen);
+  if (path == "/v1/telephony/freeswitch") return only(http::verb::get, Route::kFreeswitch);
+  if (path == "/v1/telephony/freeswitch/listen") return only(http::verb::get, Route::kFreeswitchListen);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
@@ -170,6 +172,8 @@ std::string_view route_name(Route route) {
     case Route::kAsteriskListen: return "asterisk";
     case Route::kJambonz:
     case Route::kJambonzListen: return "jambonz";
+    case Route::kFreeswitch:
+    case Route::kFreeswitchListen: return "freeswitch";
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
@@ -284,6 +288,11 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/telephony/jambonz is a WebSocket endpoint for jambonz's listen verb: give it as "
                             "the verb's url (docs/TELEPHONY.md)");
+    case Route::kFreeswitch:
+    case Route::kFreeswitchListen:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/telephony/freeswitch is a WebSocket endpoint for FreeSWITCH's mod_audio_fork: give "
+                            "it as uuid_audio_fork's url (docs/TELEPHONY.md)");
     case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");

@@ -13,6 +13,7 @@ std::string_view to_string(TelephonyProvider provider) {
     case TelephonyProvider::kVonage: return "vonage";
     case TelephonyProvider::kAsterisk: return "asterisk";
     case TelephonyProvider::kJambonz: return "jambonz";
+    case TelephonyProvider::kFreeswitch: return "freeswitch";
   }
   return "unknown";
 }
