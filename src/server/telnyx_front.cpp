@@ -15,10 +15,23 @@ constexpr const char* kAuthHeader = "x-telnyx-streaming-auth-token";
 
 class TelnyxDialect final : public StreamDialect {
  public:
-  explicit TelnyxDialect(TelnyxFormat format) : format_(std::move(format)) {}
+  explicit TelnyxDialect(TelnyxFormat format) : format_(std::move(format)), l16_(format_.codec == "L16") {}
   TelephonyProvider provider() const override { return TelephonyProvider::kTelnyx; }
   std::string_view name() const override { return "Telnyx"; }
-  StreamMessage parse(std::string_view text) const override { return parse_telnyx_message(text); }
+  StreamMessage parse(std::string_view text) const override {
+    StreamMessage m = parse_telnyx_message(text);
+    if (l16_ && m.ok && m.event == StreamEvent::kMedia) {
+      // RTP carries whole samples: an odd payload is not L16, and would shift every sample after it.
+      if (m.payload.size() % 2 != 0) {
+        m.ok = false;
+        m.error = fmt::format("an L16 media payload of {} bytes (16-bit samples come in pairs of bytes)",
+                              m.payload.size());
+      } else {
+        m.payload = swap_l16(m.payload);
+      }
+    }
+    return m;
+  }
   std::string check_format(const StreamStart& start) const override {
     return check_telnyx_media_format(start, format_);
   }
@@ -28,15 +41,19 @@ class TelnyxDialect final : public StreamDialect {
   }
   // Telnyx's frames back carry no stream_id: the socket is the stream.
   std::string media(std::string_view /*stream_sid*/, std::string_view audio) const override {
-    return telnyx_media_message(audio);
+    return telnyx_media_message(l16_ ? swap_l16(audio) : std::string(audio));
   }
   std::string mark(std::string_view /*stream_sid*/, std::string_view name) const override {
     return telnyx_mark_message(name);
   }
   std::string clear(std::string_view /*stream_sid*/) const override { return telnyx_clear_message(); }
-  // RTP mode takes 20 ms to 30 s of audio a media message; G.711 is a byte a sample.
-  std::size_t min_media_bytes() const override { return static_cast<std::size_t>(format_.sample_rate_hz) / 50; }
-  char silence() const override { return static_cast<char>(format_.codec == "PCMA" ? 0xD5 : 0xFF); }
+  // RTP mode takes 20 ms to 30 s of audio a media message; G.711 is a byte a sample, L16 two.
+  std::size_t min_media_bytes() const override {
+    return static_cast<std::size_t>(format_.sample_rate_hz) / 50 * (l16_ ? 2 : 1);
+  }
+  char silence() const override {
+    return static_cast<char>(l16_ ? 0 : format_.codec == "PCMA" ? 0xD5 : 0xFF);
+  }
   std::string no_token() const override {
     return "no token: set the stream's auth token to this server's --token (Telnyx sends it as "
            "x-telnyx-streaming-auth-token), add ?token= to the stream_url, or a <Parameter name=\"token\"> to a "
@@ -52,6 +69,7 @@ class TelnyxDialect final : public StreamDialect {
 
  private:
   const TelnyxFormat format_;
+  const bool l16_;  // big-endian on the wire, little-endian in the call
 };
 
 }  // namespace
@@ -83,7 +101,7 @@ std::optional<Refusal> TelnyxEndpoint::parse(const Request& upgrade) {
   const std::string_view encoding = telnyx_call_encoding(format_.codec);
   if (encoding.empty() || format_.sample_rate_hz == 0) {
     return Refusal{400, "bad_request",
-                   "codec must be PCMU or PCMA and rate 8000 or 16000 (the Telnyx stream's codec and rate; "
+                   "codec must be PCMU, PCMA or L16 and rate 8000 or 16000 (the Telnyx stream's codec and rate; "
                    "docs/TELEPHONY.md)"};
   }
   return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding={}", format_.sample_rate_hz, encoding),

@@ -152,7 +152,17 @@ StreamMessage parse_telnyx_message(std::string_view json_text) {
 std::string_view telnyx_call_encoding(std::string_view codec) {
   if (codec == "PCMU") return "mulaw";
   if (codec == "PCMA") return "alaw";
+  if (codec == "L16") return "pcm_s16le";
   return {};
+}
+
+std::string swap_l16(std::string_view pcm) {
+  std::string out(pcm.size() / 2 * 2, '\0');
+  for (std::size_t i = 0; i + 1 < pcm.size(); i += 2) {
+    out[i] = pcm[i + 1];
+    out[i + 1] = pcm[i];
+  }
+  return out;
 }
 
 std::string check_telnyx_media_format(const StreamStart& start, const TelnyxFormat& expected) {

@@ -36,16 +36,19 @@ inline constexpr std::size_t kMaxTelnyxReportBytes = 512;      // an error frame
 // Never throws. A message over the connection's size limit never gets here (ws_connection.h).
 StreamMessage parse_telnyx_message(std::string_view json_text);
 
-// The media formats brisvox takes from Telnyx: its codec names PCMU and PCMA (G.711, the only ones
-// the call's encodings hold; L16's byte order is not in Telnyx's documentation: docs/TELEPHONY.md)
-// at 8000 or 16000 Hz, mono.
+// The media formats brisvox takes from Telnyx: its codec names PCMU and PCMA (G.711) and L16 (16-bit
+// linear PCM as RTP carries it: network byte order, big-endian, by RFC 3551; Pipecat's Telnyx
+// serializer reads and writes it so) at 8000 or 16000 Hz, mono.
 struct TelnyxFormat {
   std::string codec = "PCMU";  // as Telnyx spells it (media_format.encoding, stream_bidirectional_codec)
   int sample_rate_hz = 8000;
 };
-// The call's encoding (query_params.h's name) of a Telnyx codec: PCMU "mulaw", PCMA "alaw"; ""
-// for any other.
+// The call's encoding (query_params.h's name) of a Telnyx codec: PCMU "mulaw", PCMA "alaw", L16
+// "pcm_s16le" (the front swaps each sample's bytes: swap_l16); "" for any other.
 std::string_view telnyx_call_encoding(std::string_view codec);
+// 16-bit samples with each one's two bytes swapped (big-endian L16 <-> the call's little-endian);
+// `pcm` holds whole samples (an odd last byte is dropped).
+std::string swap_l16(std::string_view pcm);
 // Empty when `start` carries `expected` in one channel; else why not.
 std::string check_telnyx_media_format(const StreamStart& start, const TelnyxFormat& expected);
 

@@ -65,7 +65,18 @@ TEST(TelnyxMessages, TakesOnlyTheStreamsCodecAndRateSayingWhich) {
   EXPECT_NE(check_telnyx_media_format(s, TelnyxFormat{"PCMA", 16000}), "");
   EXPECT_EQ(telnyx_call_encoding("PCMU"), "mulaw");
   EXPECT_EQ(telnyx_call_encoding("PCMA"), "alaw");
-  for (const char* other : {"L16", "G722", "OPUS", "AMR-WB", "pcmu", ""}) EXPECT_EQ(telnyx_call_encoding(other), "");
+  EXPECT_EQ(telnyx_call_encoding("L16"), "pcm_s16le");  // the front swaps its bytes (swap_l16)
+  for (const char* other : {"G722", "OPUS", "AMR-WB", "pcmu", "l16", ""}) EXPECT_EQ(telnyx_call_encoding(other), "");
+}
+
+TEST(TelnyxMessages, SwapsL16BetweenNetworkAndCallByteOrder) {
+  // 0x0102 and -2 (0xFFFE) big-endian, as RTP's L16 carries them, and the call's little-endian.
+  const std::string big("\x01\x02\xff\xfe", 4);
+  const std::string little("\x02\x01\xfe\xff", 4);
+  EXPECT_EQ(swap_l16(big), little);
+  EXPECT_EQ(swap_l16(little), big);
+  EXPECT_EQ(swap_l16(""), "");
+  EXPECT_EQ(swap_l16(std::string("\x01\x02\x03", 3)), std::string("\x02\x01", 2));  // whole samples only
 }
 
 TEST(TelnyxMessages, ReadsConnectedMediaDtmfMarkErrorStop) {

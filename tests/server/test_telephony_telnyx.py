@@ -14,8 +14,9 @@ Two fakes stand in for what cannot be reached here:
     marks left at once;
   - the scripted application of test_telephony_twilio.py (telephony_common.App).
 
-The caller is the bundled sample recording at 8 kHz (speech at 0.32-6.91, 8.83-11.49, 12.19-17.12
-s), PCMU or PCMA as the stream's codec says.
+The caller is the bundled sample recording (speech at 0.32-6.91, 8.83-11.49, 12.19-17.12 s), PCMU
+or PCMA at 8 kHz, or L16 (16-bit big-endian, RTP's network byte order: RFC 3551, as Pipecat's
+Telnyx serializer writes it) at 16 kHz, as the stream's codec says.
 
   /usr/bin/python3 tests/server/test_telephony_telnyx.py --brisvox build/release/brisvox \\
       --voice third_party/models/piper/en_US-joe-medium.onnx --sample third_party/audio/sample.wav
@@ -43,8 +44,9 @@ from telephony_common import REPLY, App, connect, goodbye_wer, main, rms_dbfs, s
 
 TOKEN = "telnyx-token"
 RATE = 8000
-CHUNK = 160  # 20 ms of G.711 at 8 kHz: a byte a sample
-CODECS = {"PCMU": (audioop.lin2ulaw, audioop.ulaw2lin), "PCMA": (audioop.lin2alaw, audioop.alaw2lin)}
+# Each codec's encoder and decoder from and to 16-bit little-endian PCM, and its bytes a sample.
+CODECS = {"PCMU": (audioop.lin2ulaw, audioop.ulaw2lin, 1), "PCMA": (audioop.lin2alaw, audioop.alaw2lin, 1),
+          "L16": (audioop.byteswap, audioop.byteswap, 2)}
 
 
 class Context:
@@ -53,13 +55,14 @@ class Context:
         self.tmp = tmp
         with wave.open(args.sample, "rb") as w:
             assert w.getframerate() == 16000 and w.getsampwidth() == 2 and w.getnchannels() == 1
-            pcm16k = w.readframes(w.getnframes())
-        self.pcm, _ = audioop.ratecv(pcm16k, 2, 1, 16000, RATE, None)
+            self.pcm16k = w.readframes(w.getnframes())
+        self.pcm, _ = audioop.ratecv(self.pcm16k, 2, 1, 16000, RATE, None)
         self.app = None
         self.server = None
 
-    def clip(self, begin_s, end_s, codec="PCMU"):
-        return CODECS[codec][0](self.pcm[int(begin_s * RATE) * 2:int(end_s * RATE) * 2], 2)
+    def clip(self, begin_s, end_s, codec="PCMU", rate=RATE):
+        pcm = self.pcm16k if rate == 16000 else self.pcm
+        return CODECS[codec][0](pcm[int(begin_s * rate) * 2:int(end_s * rate) * 2], 2)
 
 
 class FakeTelnyx:
@@ -68,14 +71,17 @@ class FakeTelnyx:
     <Parameter name="token"> of a TeXML <Stream>, None: not at all)."""
 
     def __init__(self, c, script="reply", path="/v1/telephony/telnyx", codec="PCMU", auth="header", token=TOKEN,
-                 media_format=None):
+                 media_format=None, rate=RATE):
         self.c = c
         self.path = path
         self.script = script
         self.codec = codec
+        self.rate = rate
+        self.bytes_per_s = rate * CODECS[codec][2]
+        self.chunk_bytes = self.bytes_per_s // 50  # 20 ms
         self.auth = auth
         self.token = token
-        self.media_format = media_format or {"encoding": codec, "sample_rate": RATE, "channels": 1}
+        self.media_format = media_format or {"encoding": codec, "sample_rate": rate, "channels": 1}
         self.stream_id = str(uuid.uuid4())
         self.call_id = "v3:" + uuid.uuid4().hex
         self.seq = 0
@@ -121,14 +127,14 @@ class FakeTelnyx:
         Returns [(bytes sent so far, time)]."""
         t0 = time.monotonic()
         sent = []
-        for i in range(0, len(audio), CHUNK):
+        for i in range(0, len(audio), self.chunk_bytes):
             self.chunk += 1
             await self.send({"event": "media",
                              "media": {"track": "inbound", "chunk": str(self.chunk),
                                        "timestamp": str(self.chunk * 20),
-                                       "payload": base64.b64encode(audio[i:i + CHUNK]).decode()}})
-            sent.append((min(i + CHUNK, len(audio)), time.monotonic()))
-            await asyncio.sleep(max(0.0, t0 + (i + CHUNK) / RATE / pace - time.monotonic()))
+                                       "payload": base64.b64encode(audio[i:i + self.chunk_bytes]).decode()}})
+            sent.append((min(i + self.chunk_bytes, len(audio)), time.monotonic()))
+            await asyncio.sleep(max(0.0, t0 + (i + self.chunk_bytes) / self.bytes_per_s / pace - time.monotonic()))
         return sent
 
     async def _read(self):
@@ -146,10 +152,11 @@ class FakeTelnyx:
                     continue
                 if m["event"] == "media":
                     payload = base64.b64decode(m["media"]["payload"], validate=True)
-                    if set(m["media"]) != {"payload"} or not CHUNK <= len(payload) <= 30 * RATE:
+                    if (set(m["media"]) != {"payload"} or not self.chunk_bytes <= len(payload) <= 30 * self.bytes_per_s
+                            or len(payload) % CODECS[self.codec][2]):
                         self.violations.append(f"media of {len(payload)} bytes: {raw[:100]}")
                     self.audio += payload
-                    self.play_end = max(now, self.play_end) + len(payload) / RATE
+                    self.play_end = max(now, self.play_end) + len(payload) / self.bytes_per_s
                 elif m["event"] == "mark":
                     if set(m["mark"]) != {"name"}:
                         self.violations.append(raw[:200])
@@ -254,6 +261,30 @@ async def test_a_pcma_call_says_goodbye_and_the_app_hangs_up(c):
     assert goodbye_wer(heard) <= 0.25, heard
 
 
+async def test_an_l16_16khz_call_is_heard_answered_and_understood(c):
+    # L16 at 16 kHz, big-endian both ways: the caller's audio swapped into the call, the reply out.
+    tx = await FakeTelnyx(c, "reply", path="/v1/telephony/telnyx?codec=L16&rate=16000", codec="L16",
+                          rate=16000).open()
+    app = c.app
+    await app.wait_for(tx.call_id, "call_start", timeout=10)
+    await tx.play(c.clip(0.0, 7.6, "L16", rate=16000))
+    transcript = await app.wait_for(tx.call_id, "transcript")
+    assert "dashwood" in transcript["text"].lower(), transcript
+    done = await app.wait_for(tx.call_id, "speak_done", id="r1", timeout=40)
+    sent_ms = len(tx.audio) / tx.bytes_per_s * 1000
+    assert done["duration_ms"] - 1.0 < sent_ms < done["duration_ms"] + 20.0, (len(tx.audio), done)
+    await tx.stop()
+    assert await tx.wait_closed() == 1000
+    pcm = tx.pcm()
+    level = rms_dbfs(pcm)
+    heard = transcribe(c.server, pcm, TOKEN, rate=16000)
+    error = wer(REPLY, heard)
+    print(f"    reply {done['duration_ms'] / 1000:.2f} s of big-endian L16 at 16 kHz, {level:.1f} dBFS; Whisper heard: "
+          f"{heard!r} (WER {error * 100:.1f} %)", flush=True)
+    # Audio in the wrong byte order would be loud noise, heard as nothing.
+    assert level > -40 and error <= 0.10, (level, heard)
+
+
 async def test_talking_over_the_reply_sends_clear(c):
     tx = await FakeTelnyx(c, "long", auth="parameter").open()
     app = c.app
@@ -323,7 +354,12 @@ async def test_malformed_messages_close_only_that_call(c):
         code = await tx.wait_closed(timeout=10)
         assert code in (1008, 1009), (name, code)
         wait_line(c.server, re.escape(why), timeout=5)
-    # An encoding brisvox does not take (L16), and a rate other than the stream_url's.
+    # An L16 payload of an odd number of bytes: not whole samples.
+    tx = await FakeTelnyx(c, "quiet", path="/v1/telephony/telnyx?codec=L16&rate=16000", codec="L16", rate=16000).open()
+    await tx.send({**media, "media": {**media["media"], "payload": base64.b64encode(b"\x00\x01\x02").decode()}})
+    assert await tx.wait_closed(timeout=10) == 1008
+    wait_line(c.server, re.escape("an L16 media payload of 3 bytes"), timeout=5)
+    # A codec other than the stream_url's (L16 on a PCMU stream), and a rate other than the stream_url's.
     for fmt, why in (({"encoding": "L16", "sample_rate": 8000, "channels": 1}, '"L16"'),
                      ({"encoding": "PCMU", "sample_rate": 16000, "channels": 1}, "16000 Hz")):
         tx = await FakeTelnyx(c, "quiet", media_format=fmt).open()
@@ -357,14 +393,14 @@ def test_nothing_is_left_open(c):
     telnyx = lambda name: m[f'brisvox_telephony_{name}{{provider="telnyx"}}']  # noqa: E731
     assert telnyx("calls_total") >= 6 and telnyx("clears_total") >= 1 and telnyx("dtmf_total") >= 2, m
     errors = lambda reason: m[f'brisvox_telephony_errors_total{{provider="telnyx",reason="{reason}"}}']  # noqa: E731
-    assert errors("bad_message") >= 3 and errors("out_of_order") >= 2 and errors("bad_media_format") == 2, m
+    assert errors("bad_message") >= 4 and errors("out_of_order") >= 2 and errors("bad_media_format") == 2, m
     assert errors("unauthorized") == 3, m
     assert m['brisvox_telephony_calls_total{provider="twilio"}'] == 0, "a Telnyx call counted as Twilio's"
     assert c.server.alive()
 
 
 TESTS = [test_a_pcmu_call_is_heard_answered_and_understood, test_a_pcma_call_says_goodbye_and_the_app_hangs_up,
-         test_talking_over_the_reply_sends_clear, test_the_provider_vanishing_mid_reply_ends_the_call,
+         test_an_l16_16khz_call_is_heard_answered_and_understood, test_talking_over_the_reply_sends_clear, test_the_provider_vanishing_mid_reply_ends_the_call,
          test_listen_only_streams_never_send_audio, test_malformed_messages_close_only_that_call,
          test_nothing_is_left_open]
 
