@@ -10,6 +10,7 @@
 #include "brisvox/error.h"
 #include "cli/commands.h"
 #include "cli/config_file.h"
+#include "cli/file_run.h"
 #include "server/server.h"
 #include "server/server_log.h"
 
@@ -23,8 +24,10 @@ struct ServeOptions {
   int workers = 0;
   std::string turn_model;
   int turn_threads = 1;
+  int turn_workers = 0;  // 0: the family's default (1)
   std::string stt_model;
   int stt_threads = 1;
+  int stt_workers = 0;   // 0: the family's default (1)
   std::string tts_voice;
   int tts_workers = 0;
   std::string config_file;              // --config: a TOML file of these options
@@ -49,16 +52,21 @@ int run_serve(ServeOptions& o) {
       o.config.token = token;
     }
   }
+  check_workers("--workers", o.workers);
+  check_workers("--turn-workers", o.turn_workers);
+  check_workers("--stt-workers", o.stt_workers);
   o.config.engine.models = {ModelSpec::silero_vad(o.model)};
   o.config.engine.models[0].num_workers = o.workers;
   if (!o.turn_model.empty()) {
     ModelSpec turn = ModelSpec::smart_turn(o.turn_model);
     turn.session.intra_op_threads = o.turn_threads;
+    turn.num_workers = o.turn_workers;
     o.config.engine.models.push_back(turn);
   }
   if (!o.stt_model.empty()) {
     ModelSpec stt = ModelSpec::whisper(o.stt_model);
     stt.session.intra_op_threads = o.stt_threads;
+    stt.num_workers = o.stt_workers;
     o.config.engine.models.push_back(stt);
   }
   if (!o.tts_voice.empty()) {
@@ -121,11 +129,16 @@ Command add_serve_command(CLI::App& app) {
                  "Smart Turn model, v3.2 (bundled) or a v3.x .onnx: enables events=turn (turn_end / turn_incomplete) on /v1/stream");
   app.add_option("--turn-threads", o->turn_threads, "ONNX Runtime intra-op threads per Smart Turn run")
       ->capture_default_str();
+  app.add_option("--turn-workers", o->turn_workers,
+                 "Smart Turn worker threads, sharing one copy of the model (default: 1)");
   app.add_option("--stt-model", o->stt_model,
                  "Whisper model folder, tiny.en or tiny.en-int8 (bundled): enables events=transcript on /v1/stream and "
                  "POST /v1/transcribe");
   app.add_option("--stt-threads", o->stt_threads, "ONNX Runtime intra-op threads per Whisper run")
       ->capture_default_str();
+  app.add_option("--stt-workers", o->stt_workers,
+                 "Whisper worker threads, sharing one copy of the model, each with its own decoder lanes "
+                 "(default: 1; calls: docs/PERFORMANCE.md)");
   app.add_option("--tts-voice", o->tts_voice,
                  "Piper voice (an installed name or a VOICE.onnx path): enables POST and WebSocket /v1/tts");
   app.add_option("--tts-workers", o->tts_workers, "Text-to-speech threads, one espeak-ng pair each (default: one per core)");
