@@ -10,22 +10,10 @@
 #include <string_view>
 
 #include "fuzz_check.h"
-#include "fuzz_utf8.h"
+#include "fuzz_stream_message.h"
 #include "server/jambonz_messages.h"
 
-namespace {
-
 namespace server = brisvox::server;
-
-void check_error(const server::StreamMessage& m) {
-  FUZZ_CHECK(m.ok == m.error.empty(), "ok=%d with error '%s'", m.ok, m.error.c_str());
-  if (!m.ok) {
-    FUZZ_CHECK(is_utf8(m.error), "the error text is not valid UTF-8");
-    FUZZ_CHECK(m.error.size() < 1024, "error text of %zu bytes", m.error.size());
-  }
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
@@ -37,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (...) {
     FUZZ_CHECK(false, "a jambonz reader threw");
   }
-  check_error(preamble);
-  check_error(message);
+  check_stream_error(preamble);
+  check_stream_error(message);
   const auto j = nlohmann::json::parse(input, nullptr, false);
   if (preamble.ok) {
     FUZZ_CHECK(j.is_object() && j.contains("sampleRate"), "a preamble accepted without sampleRate");

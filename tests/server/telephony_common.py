@@ -1,6 +1,7 @@
 """What the end-to-end tests of the telephony fronts share (test_telephony_twilio.py,
-test_telephony_telnyx.py, test_telephony_vonage.py, test_telephony_asterisk.py): the scripted
-application behind serve --call-app, the replies it speaks, the checks of what the caller heard
+test_telephony_telnyx.py, test_telephony_vonage.py, test_telephony_asterisk.py,
+test_telephony_jambonz.py, test_telephony_freeswitch.py): the recording the callers speak, the
+binary frames they send it in, the scripted application behind serve --call-app, the replies it speaks, the checks of what the caller heard
 (level, Whisper's transcript, word error rate), the fake provider's connection, the wait for
 nothing left open, and the server and runner every test file starts the same way.
 Debian's python3 (audioop, websockets); serve_process (scripts/) on the path."""
@@ -16,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 import warnings
+import wave
 
 import websockets
 
@@ -27,6 +29,38 @@ REPLY = ("Sure, I can help with that. Your appointment is confirmed for Monday a
          "and we will send you a reminder the day before.")
 LONG = " ".join(f"This is sentence number {n} of a long reply that goes on." for n in range(1, 13))
 GOODBYE = "Thank you for calling. Goodbye."
+
+
+class Context:
+    """What every test of a provider gets: the arguments, a temporary folder, the bundled recording
+    as 16-bit PCM at 16 and 8 kHz, the scripted application and the server (set by main())."""
+
+    def __init__(self, args, tmp):
+        self.args = args
+        self.tmp = tmp
+        with wave.open(args.sample, "rb") as w:
+            assert w.getframerate() == 16000 and w.getsampwidth() == 2 and w.getnchannels() == 1
+            self.pcm16k = w.readframes(w.getnframes())
+        self.pcm8k, _ = audioop.ratecv(self.pcm16k, 2, 1, 16000, 8000, None)
+        self.app = None
+        self.server = None
+
+    def clip(self, begin_s, end_s, rate=16000):
+        """The recording from begin_s to end_s at `rate` (8000 or 16000)."""
+        pcm = self.pcm16k if rate == 16000 else self.pcm8k
+        return pcm[int(begin_s * rate) * 2:int(end_s * rate) * 2]
+
+
+async def play_frames(ws, audio, frame_bytes, bytes_per_s, pace=1.0):
+    """The caller speaks: `audio` in binary frames of `frame_bytes` (20 ms) at real time (`pace`
+    times it). Returns [(bytes sent so far, time)] for each frame."""
+    t0 = time.monotonic()
+    sent = []
+    for i in range(0, len(audio), frame_bytes):
+        await ws.send(audio[i:i + frame_bytes])
+        sent.append((min(i + frame_bytes, len(audio)), time.monotonic()))
+        await asyncio.sleep(max(0.0, t0 + (i + frame_bytes) / bytes_per_s / pace - time.monotonic()))
+    return sent
 
 
 def metrics(server, parse_metrics):

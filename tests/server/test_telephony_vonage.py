@@ -28,36 +28,15 @@ import re
 import sys
 import time
 import uuid
-import warnings
-import wave
 
 import websockets
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import audioop  # Python 3.11's resampling (Debian's python3)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from serve_process import parse_metrics, wait_line  # noqa: E402
-from telephony_common import REPLY, App, connect, goodbye_wer, main, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
+from telephony_common import REPLY, App, Context, connect, goodbye_wer, main, play_frames, rms_dbfs, settled_metrics, transcribe, wer  # noqa: E402
 
 TOKEN = "vonage-token"
-
-
-class Context:
-    def __init__(self, args, tmp):
-        self.args = args
-        self.tmp = tmp
-        with wave.open(args.sample, "rb") as w:
-            assert w.getframerate() == 16000 and w.getsampwidth() == 2 and w.getnchannels() == 1
-            self.pcm16k = w.readframes(w.getnframes())
-        self.pcm8k, _ = audioop.ratecv(self.pcm16k, 2, 1, 16000, 8000, None)
-        self.app = None
-        self.server = None
-
-    def clip(self, begin_s, end_s, rate=16000):
-        pcm = self.pcm16k if rate == 16000 else self.pcm8k
-        return pcm[int(begin_s * rate) * 2:int(end_s * rate) * 2]
 
 
 class FakeVonage:
@@ -101,13 +80,7 @@ class FakeVonage:
 
     async def play(self, audio, pace=1.0):
         """The caller speaks: `audio` in 20 ms binary frames at real time. Returns [(bytes sent, time)]."""
-        t0 = time.monotonic()
-        sent = []
-        for i in range(0, len(audio), self.frame):
-            await self.ws.send(audio[i:i + self.frame])
-            sent.append((min(i + self.frame, len(audio)), time.monotonic()))
-            await asyncio.sleep(max(0.0, t0 + (i + self.frame) / (2 * self.rate) / pace - time.monotonic()))
-        return sent
+        return await play_frames(self.ws, audio, self.frame, 2 * self.rate, pace)
 
     async def _read(self):
         try:
