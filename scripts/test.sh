@@ -175,7 +175,7 @@ case "$preset" in
     # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
     # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_telephony_freeswitch|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_telephony_freeswitch|server_telephony_audiosocket|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 

@@ -86,6 +86,9 @@ int run_serve(ServeOptions& o) {
   }
   server::Server server(o.config);  // loads the model and binds the port: errors come before the line below
   server::log_server("listening on {}", server.url());
+  if (const int port = server.audiosocket_port(); port > 0) {
+    server::log_server("AudioSocket on tcp://{}:{}", o.config.audiosocket_host, port);
+  }
   server.run();
   return kExitOk;
 }
@@ -178,6 +181,13 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--call-app", c.call_app,
                  "The application that drives telephony calls (/v1/telephony/twilio, /v1/telephony/telnyx): a ws:// URL brisvox connects "
                  "to for each call (docs/TELEPHONY.md)");
+  app.add_option("--audiosocket-port", c.audiosocket_port,
+                 "A TCP port for Asterisk's AudioSocket (AudioSocket(uuid,host:port) in the dialplan), each connection a "
+                 "call driven by --call-app; 0 picks a free one (default: none; docs/TELEPHONY.md)");
+  app.add_option("--audiosocket-host", c.audiosocket_host,
+                 "The address of the AudioSocket port: AudioSocket has no authentication, so only the network Asterisk "
+                 "is on")
+      ->capture_default_str();
   app.add_option("--max-calls", c.max_calls,
                  "Telephony calls open at once from one provider, PROVIDER=N (repeatable: twilio=50); more get 503 "
                  "too_many_calls (default: only --max-streams)");

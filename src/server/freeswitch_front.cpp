@@ -67,7 +67,7 @@ class FreeswitchDialect final : public StreamDialect {
 };
 
 // A subprotocol name is an HTTP token (RFC 6455 4.1; RFC 9110 5.6.2).
-bool is_token(std::string_view s) {
+bool is_subprotocol_token(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
            std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
@@ -88,7 +88,7 @@ std::optional<Refusal> FreeswitchEndpoint::parse(const Request& upgrade) {
   const std::string_view protocols = to_sv(upgrade[boost::beast::http::field::sec_websocket_protocol]);
   if (!protocols.empty()) {
     subprotocol_ = std::string(trim_ows(protocols.substr(0, protocols.find(','))));
-    if (!is_token(subprotocol_)) {
+    if (!is_subprotocol_token(subprotocol_)) {
       return Refusal{400, "bad_request",
                      fmt::format("the upgrade's Sec-WebSocket-Protocol {} is not a list of names (mod_audio_fork "
                                  "asks for \"{}\")",

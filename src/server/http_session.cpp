@@ -29,6 +29,7 @@
 #include "server/tts_handler.h"
 #include "server/tts_http.h"
 #include "server/asterisk_front.h"
+#include "server/audiosocket_front.h"
 #include "server/freeswitch_front.h"
 #include "server/jambonz_front.h"
 #include "server/telnyx_front.h"
@@ -383,6 +384,11 @@ void HttpSession::handle(Request request) {
   }
   if ((route == Route::kFreeswitch || route == Route::kFreeswitchListen) && beast::websocket::is_upgrade(request)) {
     FreeswitchEndpoint endpoint(ctx_, route == Route::kFreeswitchListen);
+    upgrade(std::move(request), endpoint);
+    return;
+  }
+  if (route == Route::kAudioSocket && beast::websocket::is_upgrade(request)) {
+    AudioSocketEndpoint endpoint(ctx_);
     upgrade(std::move(request), endpoint);
     return;
   }

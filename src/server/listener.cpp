@@ -6,7 +6,6 @@
 #include <boost/asio/strand.hpp>
 
 #include "brisvox/error.h"
-#include "server/http_session.h"
 #include "server/server_log.h"
 
 namespace brisvox::server {
@@ -14,13 +13,14 @@ namespace brisvox::server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-Listener::Listener(net::io_context& ioc, const std::string& host, int port, ServerContext& ctx)
-    : ioc_(ioc), acceptor_(net::make_strand(ioc)), retry_timer_(acceptor_.get_executor()), ctx_(ctx), host_(host) {
+Listener::Listener(net::io_context& ioc, const std::string& host, int port, std::string_view option, Take take)
+    : ioc_(ioc), acceptor_(net::make_strand(ioc)), retry_timer_(acceptor_.get_executor()), take_(std::move(take)),
+      host_(host) {
   boost::system::error_code ec;
   tcp::resolver resolver(ioc);
   const auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
   if (ec || results.empty()) {
-    throw Error(ErrorCode::kIo, fmt::format("cannot resolve --host '{}': {}", host, ec.message()));
+    throw Error(ErrorCode::kIo, fmt::format("cannot resolve {} '{}': {}", option, host, ec.message()));
   }
   const tcp::endpoint endpoint = results.begin()->endpoint();
   auto check = [&](const char* what) {
@@ -66,12 +66,8 @@ void Listener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   if (!acceptor_.is_open()) return;
   if (!ec) {
     boost::system::error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);  // events are small and must not wait
-    // Refused (too many connections in all or from this address): the session answers 503 and
-    // closes, holding no slot.
-    const auto ep = socket.remote_endpoint(ignored);
-    auto slot = ctx_.connections.acquire(ignored ? std::string("?") : ep.address().to_string());
-    std::make_shared<HttpSession>(std::move(socket), ctx_, std::move(slot))->run();
+    socket.set_option(tcp::no_delay(true), ignored);  // events and frames are small and must not wait
+    take_(std::move(socket));
     accept();
     return;
   }

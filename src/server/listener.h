@@ -1,22 +1,28 @@
-// Accepts TCP connections on one address and gives each its own strand and HttpSession.
+// Accepts TCP connections on one address and hands each, on a strand of its own, to what serves it:
+// an HttpSession on the server's port, an AudioSocketRelay on the AudioSocket port (server.cpp).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
 #include <string>
-
-#include "server/server_context.h"
+#include <string_view>
 
 namespace brisvox::server {
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  // Binds and listens now: Error(kIo) naming the address if it cannot (in use, bad host).
-  Listener(boost::asio::io_context& ioc, const std::string& host, int port, ServerContext& ctx);
+  // An accepted connection (TCP_NODELAY set), on its own strand.
+  using Take = std::function<void(boost::asio::ip::tcp::socket)>;
+
+  // Binds and listens now: Error(kIo) naming the address if it cannot (in use, bad host; `option`:
+  // the option that names the host, "--host").
+  Listener(boost::asio::io_context& ioc, const std::string& host, int port, std::string_view option, Take take);
 
   int port() const noexcept { return port_; }
+  boost::asio::ip::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
   std::string url() const;  // http://host:port
   void start();
   // Stops accepting (from any thread): new connections are refused by the kernel.
@@ -29,7 +35,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   boost::asio::io_context& ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;  // after a failed accept
-  ServerContext& ctx_;
+  const Take take_;
   std::string host_;
   int port_ = 0;
 };

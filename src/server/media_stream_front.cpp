@@ -45,7 +45,8 @@ MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io
       authorized_(authorized),
       chunker_(dialect_->min_media_bytes(), dialect_->silence(), dialect_->exact_media()),
       carried_token_(std::move(upgrade_token)),
-      upgrade_parameters_(std::move(parameters)) {}
+      upgrade_parameters_(std::move(parameters)),
+      pace_timer_(strand) {}
 
 MediaStreamFront::~MediaStreamFront() {
   if (link_) link_->finish({});
@@ -70,7 +71,10 @@ void MediaStreamFront::on_open(WsConnection& c, CallControl& call, const CallRea
 
 void MediaStreamFront::on_text(std::string message, CallControl& call) {
   if (stopped_) return;
-  StreamMessage m = dialect_->parse(message);
+  handle(dialect_->parse(message), call);
+}
+
+void MediaStreamFront::handle(StreamMessage m, CallControl& call) {
   if (!m.ok) return fail(TelephonyError::kBadMessage, m.error);
   if (started_ && !m.stream_sid.empty() && m.stream_sid != stream_sid_ && m.event != StreamEvent::kStart) {
     return fail(TelephonyError::kBadMessage, fmt::format("a {} message names another stream", m.event_name));
@@ -141,6 +145,13 @@ void MediaStreamFront::stop(CallControl& call, std::string_view how) {
 
 void MediaStreamFront::on_binary(std::span<const std::byte> chunk, bool last, CallControl& call) {
   if (stopped_) return;
+  if (dialect_->framed_binary()) {
+    for (StreamMessage& m : dialect_->read_binary(chunk)) {
+      handle(std::move(m), call);
+      if (stopped_ || !c_->is_open()) return;
+    }
+    return;
+  }
   const bool empty_message = last && binary_bytes_ == 0 && chunk.empty();
   binary_bytes_ = last ? 0 : binary_bytes_ + chunk.size();
   if (empty_message && started_ && dialect_->empty_binary_is_stop()) {
@@ -272,6 +283,7 @@ void MediaStreamFront::audio(std::uint32_t utterance, std::string bytes) {
 }
 
 void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
+  if (dialect_->paced()) return send_paced(Paced{utterance, std::move(bytes), {}});
   if (!media_open_) {
     media_open_ = true;
     if (std::string before = dialect_->before_media(); !before.empty()) {
@@ -288,13 +300,25 @@ void MediaStreamFront::send_media(std::uint32_t utterance, std::string bytes) {
 std::size_t MediaStreamFront::purge(std::uint32_t first, std::uint32_t last) {
   std::size_t dropped = 0;
   c_->purge(first, last, &dropped);
+  // A paced provider's audio not yet sent goes too; the application's messages behind it still go
+  // (speak_done's place is taken by the interrupted the call sends).
+  for (Paced& p : paced_) {
+    if (!p.media.empty() && p.utterance >= first && p.utterance <= last) {
+      dropped += p.media.size();
+      paced_bytes_ -= p.media.size();
+      p.media.clear();
+    }
+  }
+  std::erase_if(paced_, [](const Paced& p) { return p.media.empty() && p.to_app.empty(); });
   return dropped + chunker_.drop(first, last);
 }
 
 void MediaStreamFront::stopped() {
   if (listen_only_ || !started_ || stopped_) return;
   chunker_.clear();  // what the clear drops at the provider is not sent at all
-  c_->send(dialect_->clear(stream_sid_));
+  // A provider that plays what arrives at once has nothing queued to clear (AudioSocket): the
+  // purge of what was not yet sent is the barge-in.
+  if (std::string clear = dialect_->clear(stream_sid_); !clear.empty()) c_->send(std::move(clear));
   media_open_ = false;
   metrics_.clears.fetch_add(1, std::memory_order_relaxed);
   for (auto& [name, h] : held_) h.cleared = true;
@@ -323,7 +347,43 @@ MediaStreamFront::Held& MediaStreamFront::hold(std::uint32_t utterance, std::str
 void MediaStreamFront::send_unconfirmed(std::string message) {
   // All of the audio before it goes first.
   for (MediaChunker::Piece& p : chunker_.flush()) send_media(p.utterance, std::move(p.bytes));
+  if (dialect_->paced() && !paced_.empty()) return send_paced(Paced{paced_.back().utterance, {}, std::move(message)});
   to_app(std::move(message));
+}
+
+void MediaStreamFront::send_paced(Paced p) {
+  paced_bytes_ += p.media.size();
+  paced_.push_back(std::move(p));
+  pace();
+}
+
+void MediaStreamFront::pace() {
+  if (!c_->is_open()) return;
+  const auto now = Clock::now();
+  while (!paced_.empty()) {
+    Paced& p = paced_.front();
+    if (!p.media.empty()) {
+      // The audio sent so far plays until paced_until_: the next goes kPacedLead before that.
+      if (paced_until_ - now > kPacedLead) break;
+      const auto duration = std::chrono::microseconds(static_cast<std::int64_t>(
+          1e6 * static_cast<double>(p.media.size()) / static_cast<double>(dialect_->media_bytes_per_s())));
+      paced_until_ = std::max(paced_until_, now) + duration;
+      const std::size_t n = p.media.size();
+      SendQueue::Message m{dialect_->media(stream_sid_, p.media), dialect_->binary_media(), p.utterance};
+      m.content_bytes = n;
+      paced_bytes_ -= n;
+      c_->send(std::move(m));
+    }
+    if (!p.to_app.empty()) to_app(std::move(p.to_app));
+    paced_.pop_front();
+  }
+  if (paced_.empty() || pace_timer_armed_) return;
+  pace_timer_armed_ = true;
+  pace_timer_.expires_at(paced_until_ - kPacedLead);
+  pace_timer_.async_wait([self = c_->shared_from_this(), this](const boost::system::error_code& ec) {
+    pace_timer_armed_ = false;
+    if (!ec) pace();
+  });
 }
 
 void MediaStreamFront::speak_done(std::uint32_t utterance, std::string_view id_json, double duration_ms) {
@@ -349,10 +409,11 @@ void MediaStreamFront::interrupted(std::uint32_t utterance, std::string message)
 }
 
 std::size_t MediaStreamFront::queued_bytes() const {
-  return chunker_.held_bytes() + (c_ != nullptr ? c_->queued_bytes() : 0);
+  return chunker_.held_bytes() + paced_bytes_ + (c_ != nullptr ? c_->queued_bytes() : 0);
 }
 
 bool MediaStreamFront::busy() const {
+  if (!paced_.empty()) return true;  // a goodbye being paced out
   // A close waits for the provider to play what it has (its marks' echoes), not forever.
   const auto now = Clock::now();
   return std::any_of(held_.begin(), held_.end(), [&](const auto& p) { return now - p.second.sent < kMarkEchoWait; });
@@ -360,10 +421,12 @@ bool MediaStreamFront::busy() const {
 
 void MediaStreamFront::closing() {
   if (end_reason_ != "app_hangup" || listen_only_ || !started_ || stopped_) return;
-  if (std::string m = dialect_->hangup(); !m.empty()) c_->send(std::move(m));
+  if (std::string m = dialect_->hangup(); !m.empty()) c_->send(SendQueue::Message{std::move(m), dialect_->binary_media()});
 }
 
 void MediaStreamFront::on_closed(std::string_view why, bool /*opened*/) {
+  pace_timer_.cancel();
+  paced_.clear();
   if (started_) metrics_.calls_active.fetch_sub(1, std::memory_order_relaxed);
   if (!link_) return;
   std::string reason = end_reason_;

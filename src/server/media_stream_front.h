@@ -32,11 +32,14 @@
 // connected) is checked when start arrives (it is not passed on to the application).
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +95,16 @@ class StreamDialect {
   // An empty binary message means the provider's audio has ended and it waits for what is owed
   // before the close (FreeSWITCH's graceful-shutdown): answered as its stop.
   virtual bool empty_binary_is_stop() const { return false; }
+  // The provider plays each media message the moment it arrives, with no queue of its own
+  // (AudioSocket): the front sends them one at a time at real time (kPacedLead ahead at most),
+  // however far ahead the call hands its speech out; a barge-in drops what is not yet sent.
+  virtual bool paced() const { return false; }
+  // A paced provider's media bytes a second (the call's encoding and rate).
+  virtual std::size_t media_bytes_per_s() const { return 0; }
+  // The provider's binary messages are a stream of its own frames, not audio (AudioSocket): each
+  // chunk goes to read_binary(), which returns the messages it completes.
+  virtual bool framed_binary() const { return false; }
+  virtual std::vector<StreamMessage> read_binary(std::span<const std::byte> /*chunk*/) { return {}; }
   // The provider ends a call by closing the socket normally, with no stop message (Vonage): such a
   // close is the caller's hangup, not the provider gone.
   virtual bool close_is_hangup() const { return false; }
@@ -124,6 +137,9 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   // Marks awaiting the provider's echo at most (a provider that never echoes must not grow the
   // server): beyond, the oldest one's message goes to the application unconfirmed.
   static constexpr std::size_t kMaxHeld = 256;
+  // A paced provider's next media message goes this long before its audio is due: the time the
+  // message takes to reach it, so that its playback never waits.
+  static constexpr std::chrono::milliseconds kPacedLead{40};
 
   // `authorized`: the upgrade carried the server's token (else start must); `upgrade_token`: a token
   // the upgrade carried in a header of the provider's, checked with those of its messages when start
@@ -170,6 +186,8 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   void on_app_gone(std::string why) override;
 
   void start(const StreamMessage& m);
+  // One message of the provider's, read (from a text message, or from its binary frames).
+  void handle(StreamMessage m, CallControl& call);
   // The provider's stop (`how`: what the log line says it was).
   void stop(CallControl& call, std::string_view how);
   // Ends the call for `error` (a log line, the provider's error count, the close).
@@ -180,6 +198,15 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   // A message for the application after the audio before it, sent without waiting for a mark's
   // echo (a provider that echoes none).
   void send_unconfirmed(std::string message);
+  // A paced provider's queue: media messages and the application's messages behind them, sent
+  // when their time comes (pace()).
+  struct Paced {
+    std::uint32_t utterance = 0;
+    std::string media;        // the audio of one media message; empty: `to_app` alone
+    std::string to_app;       // a message for the application, after the audio before it
+  };
+  void send_paced(Paced p);
+  void pace();
   // Ends the replies (and sends the application's marks) whose marks a clear dropped.
   void end_cleared();
 
@@ -203,6 +230,11 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   std::string carried_token_;  // a token the upgrade's header or the connected message carried
   std::vector<std::pair<std::string, std::string>> upgrade_parameters_;
   std::string stream_sid_, call_sid_;
+  std::deque<Paced> paced_;            // a paced provider's messages not yet sent
+  std::size_t paced_bytes_ = 0;
+  boost::asio::steady_timer pace_timer_;
+  bool pace_timer_armed_ = false;
+  std::chrono::steady_clock::time_point paced_until_;  // when the audio sent so far will have played
   std::uint64_t ignored_media_ = 0;  // media of a track that is not the caller's
   std::size_t binary_bytes_ = 0;     // of the binary message being read
   std::uint64_t next_mark_ = 1;

@@ -123,6 +123,7 @@ Route route_for(const Request& request) {
   if (path == "/v1/telephony/jambonz/listen") return only(http::verb::get, Route::kJambonzListen);
   if (path == "/v1/telephony/freeswitch") return only(http::verb::get, Route::kFreeswitch);
   if (path == "/v1/telephony/freeswitch/listen") return only(http::verb::get, Route::kFreeswitchListen);
+  if (path == "/v1/telephony/audiosocket") return only(http::verb::get, Route::kAudioSocket);
   if (path == "/v1/vad") return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kVad);
   if (path == "/v1/transcribe") {
     return method == http::verb::options ? Route::kPreflight : only(http::verb::post, Route::kTranscribe);
@@ -174,6 +175,7 @@ std::string_view route_name(Route route) {
     case Route::kJambonzListen: return "jambonz";
     case Route::kFreeswitch:
     case Route::kFreeswitchListen: return "freeswitch";
+    case Route::kAudioSocket: return "audiosocket";
     case Route::kVad: return "vad";
     case Route::kTranscribe: return "transcribe";
     case Route::kTts: return "tts";
@@ -293,6 +295,10 @@ Response immediate_response(ServerContext& ctx, const Request& request, Route ro
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "/v1/telephony/freeswitch is a WebSocket endpoint for FreeSWITCH's mod_audio_fork: give "
                             "it as uuid_audio_fork's url (docs/TELEPHONY.md)");
+    case Route::kAudioSocket:
+      return error_response(request, http::status::upgrade_required, "bad_request",
+                            "/v1/telephony/audiosocket is a WebSocket endpoint carrying Asterisk's AudioSocket frames "
+                            "in binary messages; Asterisk itself connects to serve --audiosocket-port (docs/TELEPHONY.md)");
     case Route::kTts:  // a GET without an upgrade (POST and upgrades are the exchanges')
       return error_response(request, http::status::upgrade_required, "bad_request",
                             "GET /v1/tts is a WebSocket endpoint; POST a JSON body {\"text\": ...} for one answer");

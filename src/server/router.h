@@ -41,7 +41,7 @@ inline std::string_view to_sv(boost::beast::string_view s) { return {s.data(), s
 
 enum class Route {
   kHealth, kReady, kMetrics, kStream, kCall, kRealtime, kTwilio, kTwilioListen, kTelnyx, kTelnyxListen, kVonage,
-  kVonageListen, kAsterisk, kAsteriskListen, kJambonz, kJambonzListen, kFreeswitch, kFreeswitchListen, kVad, kTranscribe, kTts, kOpenAiTranscriptions, kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
+  kVonageListen, kAsterisk, kAsteriskListen, kJambonz, kJambonzListen, kFreeswitch, kFreeswitchListen, kAudioSocket, kVad, kTranscribe, kTts, kOpenAiTranscriptions, kOpenAiTranslations, kOpenAiSpeech, kOpenAiModels, kPreflight, kStatic, kNotFound, kMethodNotAllowed
 };
 
 Route route_for(const Request& request);

@@ -8,6 +8,8 @@
 
 #include "brisvox/plural.h"
 #include "brisvox/runtime/runtime_info.h"
+#include "server/audiosocket_relay.h"
+#include "server/http_session.h"
 #include "server/listener.h"
 #include "server/server_context.h"
 #include "server/server_log.h"
@@ -15,6 +17,7 @@
 namespace brisvox::server {
 
 namespace net = boost::asio;
+using tcp = net::ip::tcp;
 
 namespace {
 
@@ -85,7 +88,27 @@ Server::Server(const ServerConfig& config)
       strand_(net::make_strand(ioc_)),
       signals_(strand_, SIGINT, SIGTERM),
       drain_timer_(strand_) {
-  listener_ = std::make_shared<Listener>(ioc_, config_.host, config_.port, *ctx_);
+  listener_ = std::make_shared<Listener>(ioc_, config_.host, config_.port, "--host", [ctx = ctx_.get()](tcp::socket s) {
+    // Refused (too many connections in all or from this address): the session answers 503 and
+    // closes, holding no slot.
+    boost::system::error_code ec;
+    const auto ep = s.remote_endpoint(ec);
+    auto slot = ctx->connections.acquire(ec ? std::string("?") : ep.address().to_string());
+    std::make_shared<HttpSession>(std::move(s), *ctx, std::move(slot))->run();
+  });
+  if (config_.audiosocket_port >= 0) {
+    // Each AudioSocket connection goes to the server's own endpoint, over loopback when the server
+    // listens on every address.
+    tcp::endpoint server = listener_->local_endpoint();
+    if (server.address().is_unspecified()) {
+      server.address(server.address().is_v6() ? net::ip::address(net::ip::address_v6::loopback())
+                                              : net::ip::address(net::ip::address_v4::loopback()));
+    }
+    audiosocket_ = std::make_shared<Listener>(ioc_, config_.audiosocket_host, config_.audiosocket_port,
+                                              "--audiosocket-host", [server, token = config_.token](tcp::socket s) {
+                                                std::make_shared<AudioSocketRelay>(std::move(s), server, token)->start();
+                                              });
+  }
 }
 
 Server::~Server() {
@@ -97,10 +120,12 @@ Server::~Server() {
 
 int Server::port() const noexcept { return listener_->port(); }
 std::string Server::url() const { return listener_->url(); }
+int Server::audiosocket_port() const noexcept { return audiosocket_ ? audiosocket_->port() : 0; }
 
 void Server::run() {
   wait_for_signal();
   listener_->start();
+  if (audiosocket_) audiosocket_->start();
   std::vector<std::thread> threads;
   for (int i = 1; i < config_.io_threads; ++i) threads.emplace_back([this] { run_io(); });
   run_io();
@@ -144,6 +169,7 @@ void Server::begin_drain() {
     return;
   }
   listener_->stop();
+  if (audiosocket_) audiosocket_->stop();
   const auto sessions = ctx_->sessions.snapshot();
   log_server("draining: {}, {}, up to {} s", count_of(sessions.size(), "stream"),
              count_of(ctx_->jobs_in_flight.load(), "request"),

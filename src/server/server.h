@@ -38,6 +38,8 @@ class Server {
 
   int port() const noexcept;
   std::string url() const;
+  // The AudioSocket port (ServerConfig::audiosocket_port); 0 when there is none.
+  int audiosocket_port() const noexcept;
 
   // Serves until shutdown has completed. Call once.
   void run();
@@ -65,6 +67,7 @@ class Server {
   boost::asio::steady_timer drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
   std::shared_ptr<Listener> listener_;
+  std::shared_ptr<Listener> audiosocket_;  // null without an AudioSocket port
   bool aborted_ = false;
 };
 

@@ -43,6 +43,11 @@ void ServerConfig::validate() const {
   require(std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; }),
           "--token must be printable ASCII without spaces (a bearer token in an HTTP header)");
   require(port >= 0 && port <= 65535, fmt::format("--port must be 0 (any free port) to 65535, got {}", port));
+  require(audiosocket_port >= -1 && audiosocket_port <= 65535,
+          fmt::format("--audiosocket-port must be 0 (any free port) to 65535, got {}", audiosocket_port));
+  require(audiosocket_port < 0 || !call_app.empty(),
+          "--audiosocket-port needs --call-app: each AudioSocket connection is a call that the application drives");
+  require(!audiosocket_host.empty(), "--audiosocket-host must not be empty");
   require(io_threads >= 1 && io_threads <= 256, fmt::format("--io-threads must be 1 to 256, got {}", io_threads));
   require(job_threads >= 1 && job_threads <= 256, fmt::format("job_threads must be 1 to 256, got {}", job_threads));
   const ServerLimits& l = limits;

@@ -95,6 +95,11 @@ struct ServerConfig {
   // Telephony calls open at once per provider, "PROVIDER=N" (--max-calls, repeatable: "twilio=50");
   // a provider not named has only max_streams. Beyond: 503 "too_many_calls" on the upgrade.
   std::vector<std::string> max_calls;
+  // Asterisk's AudioSocket on a TCP port of its own (audiosocket_relay.h): -1, none; 0, any free
+  // port (Server::audiosocket_port() says which). AudioSocket has no authentication: its host is
+  // loopback unless the operator names the network Asterisk is on.
+  std::string audiosocket_host = "127.0.0.1";
+  int audiosocket_port = -1;
   // The rate Silero runs at for telephony calls: 0, the engine's default (the 16 kHz model, phone
   // audio upsampled: the more accurate, docs/TELEPHONY.md), or 8000 (the 8 kHz model: ~1.7x the
   // callers per core). /v1/stream and /v1/call take it per connection (model_rate).

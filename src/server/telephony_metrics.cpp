@@ -14,6 +14,7 @@ std::string_view to_string(TelephonyProvider provider) {
     case TelephonyProvider::kAsterisk: return "asterisk";
     case TelephonyProvider::kJambonz: return "jambonz";
     case TelephonyProvider::kFreeswitch: return "freeswitch";
+    case TelephonyProvider::kAudioSocket: return "audiosocket";
   }
   return "unknown";
 }

@@ -12,8 +12,8 @@
 
 namespace brisvox::server {
 
-enum class TelephonyProvider { kTwilio, kTelnyx, kVonage, kAsterisk, kJambonz, kFreeswitch };
-inline constexpr std::size_t kNumTelephonyProviders = 6;
+enum class TelephonyProvider { kTwilio, kTelnyx, kVonage, kAsterisk, kJambonz, kFreeswitch, kAudioSocket };
+inline constexpr std::size_t kNumTelephonyProviders = 7;
 std::string_view to_string(TelephonyProvider provider);
 // The provider named `name` as to_string writes it ("twilio"); nullopt for another name.
 std::optional<TelephonyProvider> telephony_provider(std::string_view name);

@@ -75,6 +75,7 @@ class App:
 
     def __init__(self):
         self.calls = {}
+        self.scripts = {}  # call_id -> script, for providers whose calls carry no parameters (AudioSocket)
         self.lock = threading.Lock()
         self.port = None
         self.loop = asyncio.new_event_loop()
@@ -103,7 +104,7 @@ class App:
                 m["_t"] = time.monotonic()
                 if m["type"] == "call_start":
                     call = m["call_id"]
-                    script = m["parameters"].get("script", "reply")
+                    script = m["parameters"].get("script") or self.scripts.get(call, "reply")
                 with self.lock:
                     self.calls.setdefault(call, []).append(m)
                 if m["type"] == "call_start":
