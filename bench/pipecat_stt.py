@@ -25,30 +25,20 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests/python"))
 
+from process_use import PeakRss, cpu_seconds, percentile  # noqa: E402 (bench/, the script's folder)
+
 FRAME_MS = 20
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def child(service: str, calls: int, seconds: float) -> dict:
+def child(service: str, calls: int, seconds: float, stt_workers: int = 0) -> dict:
     import numpy as np
     from loguru import logger
     from pipecat.frames.frames import (EndFrame, InputAudioRawFrame, TranscriptionFrame,
@@ -83,8 +73,16 @@ def child(service: str, calls: int, seconds: float) -> dict:
             await self.push_frame(frame, direction)
 
     if service == "brisvox":
+        model = str(TESTS_ROOT / "third_party/models/whisper-tiny.en-int8")
+        # 0: the service's own (brisvox.shared_engine: one Whisper worker); else one engine with that
+        # many, made by the first pipeline (inside the run's memory figure, as the shared one is).
+        engine = []
+
         def make():
-            return BrisvoxSTTService(model=str(TESTS_ROOT / "third_party/models/whisper-tiny.en-int8"))
+            if stt_workers > 0 and not engine:
+                import brisvox
+                engine.append(brisvox.Engine(stt_model=model, stt_workers=stt_workers, admission_control=False))
+            return BrisvoxSTTService(model=model, engine=engine[0] if engine else None)
     else:
         from pipecat.services.whisper.stt import WhisperSTTService
 
@@ -93,16 +91,7 @@ def child(service: str, calls: int, seconds: float) -> dict:
                 model=str(TESTS_ROOT / "third_party/models/faster-whisper-tiny.en"), language="en"),
                 device="cpu", compute_type="int8")
 
-    base_rss = rss_bytes()
-    peak = [base_rss]
-    done = threading.Event()
-
-    def sample_rss():
-        while not done.wait(0.2):
-            peak[0] = max(peak[0], rss_bytes())
-
-    sampler = threading.Thread(target=sample_rss, daemon=True)
-    sampler.start()
+    rss = PeakRss()
     step = rate * FRAME_MS // 1000
 
     async def run_call(clip):
@@ -136,24 +125,19 @@ def child(service: str, calls: int, seconds: float) -> dict:
     cpu0, wall0 = cpu_seconds(), time.monotonic()
     results = asyncio.run(run_all())
     cpu, wall = cpu_seconds() - cpu0, time.monotonic() - wall0
-    done.set()
-    sampler.join()
+    rss.stop()
     return {"service": service, "calls": calls, "audio_s": n / rate, "wall_s": wall, "cpu_s": cpu,
-            "base_rss": base_rss, "peak_rss": peak[0], "results": results}
+            "base_rss": rss.base, "peak_rss": rss.peak, "results": results}
 
 
 RUNS = ("brisvox", "faster-whisper")
 
 
 def run_child(name: str, args) -> dict:
-    cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds)]
+    cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
+           "--stt-workers", str(args.stt_workers)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
-
-
-def percentile(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else float("nan")
 
 
 def main():
@@ -161,10 +145,12 @@ def main():
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--seconds", type=float, default=28.0, help="audio per call (real time)")
     p.add_argument("--save", help="write both runs' raw results (JSON) here")
+    p.add_argument("--stt-workers", type=int, default=0,
+                   help="brisvox's Whisper workers (0: BrisvoxSTTService's shared engine, one worker)")
     p.add_argument("--child", choices=RUNS, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.calls, args.seconds)))
+        print(json.dumps(child(args.child, args.calls, args.seconds, args.stt_workers)))
         return
 
     from conftest import words
@@ -173,7 +159,8 @@ def main():
     if args.save:
         Path(args.save).write_text(json.dumps(runs))
     print(f"{args.calls} concurrent Pipecat pipelines, {args.seconds:g} s of real audio each, paced in real time, "
-          f"one process per service, {os.cpu_count()} cores\n")
+          f"one process per service, {os.cpu_count()} cores, brisvox Whisper workers "
+          f"{args.stt_workers or '1 (shared engine)'}\n")
     print(f"{'':38}{'BrisvoxSTTService':>20}{'WhisperSTTService':>20}{'ratio':>8}")
     for label, f in [
         ("wall time of the run (s)", lambda r: r["wall_s"]),

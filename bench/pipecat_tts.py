@@ -24,15 +24,15 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests/python"))
+
+from process_use import PeakRss, cpu_seconds, percentile  # noqa: E402 (bench/, the script's folder)
 
 REPLIES = [
     "Thanks, I have that. Let me check the calendar for you.",
@@ -40,16 +40,6 @@ REPLIES = [
     "Is there anything else I can help you with today?",
 ]
 LONG = "".join(f"This is sentence number {n} of a long reply. " for n in range(1, 13))
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def child(service: str, calls: int, replies: int) -> dict:
@@ -92,16 +82,7 @@ def child(service: str, calls: int, replies: int) -> dict:
         def make():
             return PiperTTSService(voice_id=PIPER_VOICE.stem, download_dir=PIPER_VOICE.parent)
 
-    base_rss = rss_bytes()
-    peak = [base_rss]
-    done = threading.Event()
-
-    def sample_rss():
-        while not done.wait(0.2):
-            peak[0] = max(peak[0], rss_bytes())
-
-    sampler = threading.Thread(target=sample_rss, daemon=True)
-    sampler.start()
+    rss = PeakRss()
 
     async def run_call(i):
         await asyncio.sleep(i / calls)
@@ -141,18 +122,12 @@ def child(service: str, calls: int, replies: int) -> dict:
     cpu0, wall0 = cpu_seconds(), time.monotonic()
     results = asyncio.run(run_all())
     cpu, wall = cpu_seconds() - cpu0, time.monotonic() - wall0
-    done.set()
-    sampler.join()
-    return {"service": service, "calls": calls, "wall_s": wall, "cpu_s": cpu, "base_rss": base_rss,
-            "peak_rss": peak[0], "results": results}
+    rss.stop()
+    return {"service": service, "calls": calls, "wall_s": wall, "cpu_s": cpu, "base_rss": rss.base,
+            "peak_rss": rss.peak, "results": results}
 
 
 RUNS = ("brisvox", "piper-tts")
-
-
-def percentile(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else float("nan")
 
 
 def main():
