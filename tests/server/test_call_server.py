@@ -62,9 +62,20 @@ def metrics(server):
 
 
 async def connect(server, query="", headers=None):
+    """A call, and its ready message. A 503 (the engine's admission control, which a machine busy
+    with other tests' servers can trip for a moment) is retried as its Retry-After says, for 20 s,
+    as a client does."""
     url = f"ws://127.0.0.1:{server.port}/v1/call{'?' + query if query else ''}"
-    ws = await websockets.connect(url, extra_headers=AUTH if headers is None else headers, max_size=None,
-                                  open_timeout=10, close_timeout=10)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            ws = await websockets.connect(url, extra_headers=AUTH if headers is None else headers, max_size=None,
+                                          open_timeout=10, close_timeout=10)
+            break
+        except websockets.exceptions.InvalidStatusCode as e:
+            if e.status_code != 503 or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(float(e.headers.get("Retry-After", "1")))
     ready = json.loads(await asyncio.wait_for(ws.recv(), 10))
     assert ready["type"] == "ready", ready
     return ws, ready

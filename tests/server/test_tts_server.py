@@ -99,9 +99,18 @@ def metric(server, name_and_labels):
 
 
 async def connect(server, query="", headers=None, **kwargs):
+    """A speech session. A 503 (the engine's admission control, which a machine busy with other
+    tests' servers can trip for a moment) is retried as its Retry-After says, for 20 s."""
     url = f"ws://127.0.0.1:{server.port}/v1/tts{'?' + query if query else ''}"
-    return await websockets.connect(url, extra_headers=AUTH if headers is None else headers, max_size=None,
-                                    open_timeout=10, close_timeout=10, **kwargs)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return await websockets.connect(url, extra_headers=AUTH if headers is None else headers, max_size=None,
+                                            open_timeout=10, close_timeout=10, **kwargs)
+        except websockets.exceptions.InvalidStatusCode as e:
+            if e.status_code != 503 or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(float(e.headers.get("Retry-After", "1")))
 
 
 async def recv(ws, timeout=30):
