@@ -165,7 +165,7 @@ BENCHMARK(BM_WhisperTranscribe3s)
 void BM_WhisperSearchConsume(benchmark::State& state) {
   const brisvox::WhisperModel* model = tiny_en(state);
   if (!model) return;
-  const brisvox::WhisperGreedySearch search(model->config(), {});
+  const brisvox::WhisperSearch search(model->config(), {});
   brisvox::WhisperSequence seq(search);
   std::vector<float> logits(static_cast<std::size_t>(model->config().dims.n_vocab));
   for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 7919) % 1000) / 100.0f;

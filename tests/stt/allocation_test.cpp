@@ -157,7 +157,7 @@ TEST(WhisperAllocations, EncoderRunAllocatesOnlyWhatOnnxRuntimeDoes) {
 }
 
 TEST(WhisperAllocations, SearchAndFeaturesAllocateNothing) {
-  const WhisperGreedySearch search(model().config(), {});
+  const WhisperSearch search(model().config(), {});
   WhisperSequence seq(search);
   std::vector<float> logits(static_cast<std::size_t>(model().config().dims.n_vocab), 0.0f);
   WhisperFeatures features(400, 100, 100);

@@ -129,6 +129,41 @@ TEST(WhisperDecoder, BatchedStepsEqualSingleSteps) {
   std::printf("batched vs alone: max logit difference %.3g\n", max_diff);
 }
 
+TEST(WhisperDecoder, ACopiedLaneContinuesAsItsSource) {
+  // Beam search's lane copies: lane 1 becomes lane 0 (audio and the tokens fed so far), then both
+  // are fed the same tokens and must give the same logits; lane 2, copied without the audio after
+  // holding another segment's, then continues with that other segment's encoder output.
+  const WhisperModel& m = en_model();
+  WhisperEncoder encoder(m, WhisperEncoderConfig{1, 100, {}});
+  WhisperDecoder d(m, WhisperDecoderConfig{3, 0, 0, {}});
+  const int a = d.acquire(), b = d.acquire(), c = d.acquire();
+  encode_into(encoder, window_at(1.0), d.begin(a, 200));
+  d.begin(b, 200);
+  encode_into(encoder, window_at(9.0), d.begin(c, 200));
+  const int sot = m.config().tokens.sot;
+  for (int k = 0; k < 3; ++k) d.step(std::vector<int>{k == 0 ? sot : 5 + k, 0, k == 0 ? sot : 9});
+  d.copy(a, b, true);
+  d.copy(a, c, false);
+  EXPECT_EQ(d.position(b), 3);
+  EXPECT_EQ(d.position(c), 3);
+  for (int k = 0; k < 3; ++k) {
+    d.step(std::vector<int>{7 + k, 7 + k, 7 + k});
+    const auto la = d.logits(a);
+    const auto lb = d.logits(b);
+    const auto lc = d.logits(c);
+    float same = 0.0f, other = 0.0f;
+    for (std::size_t v = 0; v < la.size(); ++v) {
+      same = std::max(same, std::abs(la[v] - lb[v]));
+      other = std::max(other, std::abs(la[v] - lc[v]));
+    }
+    EXPECT_EQ(same, 0.0f) << "step " << k;
+    EXPECT_GT(other, 1e-3f) << "lane 2 kept its own audio";
+  }
+  EXPECT_THROW(d.copy(a, 2 + 1, false), Error);  // not a lane
+  d.release(c);
+  EXPECT_THROW(d.copy(a, c, false), Error);      // not busy
+}
+
 TEST(WhisperEncoder, BatchedRunEqualsSingleRuns) {
   const WhisperModel& m = en_model();
   WhisperEncoder encoder(m, WhisperEncoderConfig{2, 100, {}});

@@ -312,7 +312,7 @@ TEST(WhisperParity, Int8EncoderGivesAWindowTheSameOutputWhateverElseIsInItsBatch
 // its avg_logprob within 2e-3.
 TEST(WhisperParity, BatchedDecodingEqualsOneAtATime) {
   const WhisperModel& model = tiny_en();
-  const WhisperGreedySearch search(model.config(), {});
+  const WhisperSearch search(model.config(), {});
   WhisperEncoder encoder(model, {});
   WhisperDecoder decoder(model, WhisperDecoderConfig{4, 0, 0, {}});
   WhisperFeatures features;

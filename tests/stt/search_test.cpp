@@ -46,51 +46,51 @@ double log_softmax_at(const std::vector<float>& l, int i, const std::vector<int>
   return l[static_cast<std::size_t>(i)] - std::log(sum);
 }
 
-TEST(WhisperGreedySearch, BuildsThePromptLikeFasterWhisper) {
-  const WhisperGreedySearch en(config(false), {});
+TEST(WhisperSearch, BuildsThePromptLikeFasterWhisper) {
+  const WhisperSearch en(config(false), {});
   EXPECT_EQ(std::vector<int>(en.prompt().begin(), en.prompt().end()), (std::vector<int>{kSot, kNoTimestamps}));
   WhisperDecodeOptions o;
   o.language = "de";
   o.task = WhisperTask::kTranslate;
-  const WhisperGreedySearch multi(config(true), o);
+  const WhisperSearch multi(config(true), o);
   EXPECT_EQ(std::vector<int>(multi.prompt().begin(), multi.prompt().end()),
             (std::vector<int>{kSot, kDe, kTranslate, kNoTimestamps}));
   o.timestamps = true;
-  const WhisperGreedySearch with_ts(config(true), o);
+  const WhisperSearch with_ts(config(true), o);
   EXPECT_EQ(std::vector<int>(with_ts.prompt().begin(), with_ts.prompt().end()), (std::vector<int>{kSot, kDe, kTranslate}));
   // CTranslate2's cap: min(n_text_ctx / 2, n_text_ctx - (prompt - 1)) = min(20, 37).
   EXPECT_EQ(multi.max_new_tokens(), 20);
   EXPECT_EQ(multi.max_positions(), 4 + 20 - 1);
 }
 
-TEST(WhisperGreedySearch, RefusesWhatTheModelCannotDo) {
+TEST(WhisperSearch, RefusesWhatTheModelCannotDo) {
   WhisperDecodeOptions o;
   o.language = "xx";
   try {
-    WhisperGreedySearch s(config(true), o);
+    WhisperSearch s(config(true), o);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("en,de"), std::string::npos) << e.what();
   }
   o.language = "de";
-  EXPECT_THROW(WhisperGreedySearch(config(false), o), Error);  // English-only
+  EXPECT_THROW(WhisperSearch(config(false), o), Error);  // English-only
   o = {};
   o.task = WhisperTask::kTranslate;
-  EXPECT_THROW(WhisperGreedySearch(config(false), o), Error);
+  EXPECT_THROW(WhisperSearch(config(false), o), Error);
   o = {};
   o.suppress_tokens = {kVocab};
-  EXPECT_THROW(WhisperGreedySearch(config(false), o), Error);
+  EXPECT_THROW(WhisperSearch(config(false), o), Error);
   o = {};
   o.max_new_tokens = 40;  // 2 prompt tokens + 40 - 1 > 40 positions
-  EXPECT_THROW(WhisperGreedySearch(config(false), o), Error);
+  EXPECT_THROW(WhisperSearch(config(false), o), Error);
 }
 
 TEST(WhisperSequence, WithoutALanguageTheStartStepDetectsIt) {
   for (const std::string language : {"", "auto"}) {
     WhisperDecodeOptions o;
     o.language = language;
-    const WhisperGreedySearch search(config(true), o);
+    const WhisperSearch search(config(true), o);
     EXPECT_TRUE(search.detects_language());
     WhisperSequence seq(search);
     EXPECT_EQ(seq.language(), "");
@@ -122,7 +122,7 @@ TEST(WhisperSequence, WithoutALanguageTheStartStepDetectsIt) {
 TEST(WhisperSequence, AGivenOrSharedLanguageIsNotDetected) {
   WhisperDecodeOptions o;
   o.language = "en";
-  const WhisperGreedySearch given(config(true), o);
+  const WhisperSearch given(config(true), o);
   EXPECT_FALSE(given.detects_language());
   WhisperSequence a(given);
   EXPECT_EQ(a.language(), "en");
@@ -132,7 +132,7 @@ TEST(WhisperSequence, AGivenOrSharedLanguageIsNotDetected) {
 
   // A recording's later window (a stream's later segment) takes the first one's language, before
   // or after its own start step, but not once its language token was fed.
-  const WhisperGreedySearch detect(config(true), {});
+  const WhisperSearch detect(config(true), {});
   WhisperSequence b(detect);
   b.set_language(kDe, 0.75f);
   feed(b, favour(kEn));
@@ -149,7 +149,7 @@ TEST(WhisperSequence, AGivenOrSharedLanguageIsNotDetected) {
   EXPECT_THROW(b.set_language(kTranscribe, 1.0f), Error);  // not a language
 
   // English-only models: "en", never detected, and no language token to set.
-  const WhisperGreedySearch en(config(false), {});
+  const WhisperSearch en(config(false), {});
   EXPECT_FALSE(en.detects_language());
   WhisperSequence d(en);
   EXPECT_EQ(d.language(), "en");
@@ -158,7 +158,7 @@ TEST(WhisperSequence, AGivenOrSharedLanguageIsNotDetected) {
 }
 
 TEST(WhisperSequence, NoSpeechProbabilityIsTheSoftmaxOfTheRawLogitsAfterSot) {
-  const WhisperGreedySearch search(config(false), {});
+  const WhisperSearch search(config(false), {});
   WhisperSequence seq(search);
   std::vector<float> l(kVocab, 0.0f);
   l[kNoSpeech] = 2.0f;
@@ -172,7 +172,7 @@ TEST(WhisperSequence, NoSpeechProbabilityIsTheSoftmaxOfTheRawLogitsAfterSot) {
 }
 
 TEST(WhisperSequence, SamplesGreedilyUnderTheSuppressedDistribution) {
-  const WhisperGreedySearch search(config(false), {});
+  const WhisperSearch search(config(false), {});
   WhisperSequence seq(search);
   feed(seq, std::vector<float>(kVocab, 0.0f));  // after sot
   // First sampled token: blank (0) and eot are suppressed as well as the list; 3 is the highest
@@ -209,7 +209,7 @@ TEST(WhisperSequence, SamplesGreedilyUnderTheSuppressedDistribution) {
 }
 
 TEST(WhisperSequence, TiesGoToTheLowestIdAndNaNNeverWins) {
-  const WhisperGreedySearch search(config(false), {});
+  const WhisperSearch search(config(false), {});
   WhisperSequence seq(search);
   feed(seq, std::vector<float>(kVocab, 0.0f));
   std::vector<float> l(kVocab, 0.0f);
@@ -227,7 +227,7 @@ TEST(WhisperSequence, TiesGoToTheLowestIdAndNaNNeverWins) {
 TEST(WhisperSequence, StopsAtTheTokenLimitAndSaysSo) {
   WhisperDecodeOptions o;
   o.max_new_tokens = 3;
-  const WhisperGreedySearch search(config(false), o);
+  const WhisperSearch search(config(false), o);
   WhisperSequence seq(search);
   int steps = 0;
   while (!seq.done()) {
@@ -245,7 +245,7 @@ TEST(WhisperSequence, StopsAtTheTokenLimitAndSaysSo) {
 }
 
 TEST(WhisperSequence, NoSpeechRuleIsFasterWhispers) {
-  const WhisperGreedySearch search(config(false), {});
+  const WhisperSearch search(config(false), {});
   // High no-speech probability and a low log-probability: skipped.
   {
     WhisperSequence seq(search);
@@ -281,14 +281,14 @@ TEST(WhisperSequence, AnEmptySuppressListSuppressesNothing) {
   WhisperDecodeOptions o;
   o.suppress_tokens = {};
   o.suppress_blank = false;
-  const WhisperGreedySearch search(config(false), o);
+  const WhisperSearch search(config(false), o);
   WhisperSequence seq(search);
   feed(seq, std::vector<float>(kVocab, 0.0f));
   feed(seq, favour(3));
   EXPECT_EQ(seq.tokens().back(), 3);
   // An explicit list also gets the task and start tokens (faster-whisper's get_suppressed_tokens).
   o.suppress_tokens = {4};
-  const WhisperGreedySearch explicit_list(config(false), o);
+  const WhisperSearch explicit_list(config(false), o);
   WhisperSequence seq2(explicit_list);
   feed(seq2, std::vector<float>(kVocab, 0.0f));
   std::vector<float> l = favour(kSotPrev, 9.0f);
@@ -303,7 +303,7 @@ TEST(WhisperSequence, TimestampRules) {
   WhisperDecodeOptions o;
   o.timestamps = true;
   o.max_initial_timestamp_s = 0.1f;  // timestamps 0.00 .. 0.10 allowed first: ids 20 .. 25
-  const WhisperGreedySearch search(config(false), o);
+  const WhisperSearch search(config(false), o);
   ASSERT_EQ(search.prompt().size(), 1u);  // sot only: its logits also give the first token
   WhisperSequence seq(search);
   // 1. The first token must be a timestamp <= 0.10 s: text 5 and timestamp 0.5 s (45) lose to 22.

@@ -26,6 +26,16 @@ asterisk-core-sounds-XX), of those with at least three words every 12th, 20 per 
 decoded as above but without a language (faster-whisper detects it on the window), and the
 detected language and its probability recorded.
 
+--decoding faster-whisper: faster-whisper's own decoding defaults instead of greedy (beam_size 5,
+best_of 5, patience 1, length_penalty 1, temperatures 0, 0.2, ..., 1.0 with the compression-ratio
+2.4, log-prob -1.0 and no-speech 0.6 fallback), the rest as above; each segment also records the
+temperature and compression ratio of the attempt kept.
+
+--reversed (a multilingual model, with --decoding faster-whisper): English Asterisk prompts played
+backwards (every 60th file of the sorted directory, 12), speech-like sounds that Whisper is unsure
+of, so that the temperature fallback fires on some: each segment also records faster-whisper's
+first attempt alone (temperature 0 only: avg_logprob, compression_ratio, no_speech_prob).
+
 Per utterance the file records faster-whisper's segments (text, tokens, avg_logprob,
 no_speech_prob) and the reference transcript. A window that faster-whisper skips as no speech has
 no segment.
@@ -109,15 +119,26 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, "tests/data/stt/faster_whisper_tiny_en.json"))
     ap.add_argument("--multilingual", action="store_true",
                     help="the five languages' prompts, the language detected (a multilingual model)")
+    ap.add_argument("--decoding", choices=["greedy", "faster-whisper"], default="greedy",
+                    help="greedy (beam 1, temperature 0) or faster-whisper's default beam search and fallback")
+    ap.add_argument("--reversed", action="store_true",
+                    help="English prompts played backwards, with the first attempt recorded (fallback tests)")
     args = ap.parse_args(argv)
-    options = dict(OPTIONS, language=None) if args.multilingual else OPTIONS
+    options = dict(OPTIONS, language=None) if args.multilingual else dict(OPTIONS)
+    if args.decoding == "faster-whisper":
+        options.update(beam_size=5, best_of=5, patience=1.0, length_penalty=1.0,
+                       temperature=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], compression_ratio_threshold=2.4,
+                       log_prob_threshold=-1.0, no_speech_threshold=0.6)
 
     import ctranslate2
     import faster_whisper
     from faster_whisper import WhisperModel
 
     model = WhisperModel(args.model, device="cpu", compute_type="float32", cpu_threads=2)
-    if args.multilingual:
+    if args.reversed:
+        files = sorted(f for f in os.listdir(ASTERISK) if f.endswith(".wav"))[::60][:12]
+        items = [("reversed-en", f"{ASTERISK}/{f}", f"reversed/{f[:-4]}", "") for f in files]
+    elif args.multilingual:
         items = multilingual_items()
     else:
         items = [("asterisk", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", t) for k, t in asterisk_prompts()[::EVERY]]
@@ -129,13 +150,21 @@ def main(argv=None):
         for corpus, path, name, reference in items:
             subprocess.run([args.resampler, path, raw], check=True)
             audio = np.fromfile(raw, dtype=np.float32)
+            if args.reversed:
+                audio = audio[::-1].copy()
             segments, info = model.transcribe(audio, **options)
             segs = [{"text": s.text, "tokens": list(s.tokens), "avg_logprob": s.avg_logprob,
-                     "no_speech_prob": s.no_speech_prob} for s in segments]
+                     "no_speech_prob": s.no_speech_prob, "temperature": s.temperature,
+                     "compression_ratio": s.compression_ratio} for s in segments]
             utterances.append({"name": name, "corpus": corpus,
                                "file": os.path.relpath(path, "/usr/share"),
                                "samples_16k": int(audio.size), "reference": reference,
                                "text": "".join(s["text"] for s in segs), "segments": segs})
+            if args.reversed:
+                first, _ = model.transcribe(audio, **dict(options, temperature=[0.0]))
+                utterances[-1]["first_attempts"] = [
+                    {"avg_logprob": s.avg_logprob, "compression_ratio": s.compression_ratio,
+                     "no_speech_prob": s.no_speech_prob, "text": s.text} for s in first]
             if args.multilingual:
                 utterances[-1]["language"] = info.language
                 utterances[-1]["language_probability"] = info.language_probability

@@ -89,6 +89,13 @@ class WhisperDecoder {
   // Frees a busy lane; its sequence's state is forgotten.
   void release(int lane);
 
+  // Lane `to` becomes a copy of lane `from` (both busy): the tokens fed so far, the position, and
+  // with `audio` the segment's encoder output (a beam's hypothesis continuing another's). Costs
+  // the rows copied: 8 x n_text_layer x n_text_state bytes per position (and per audio position).
+  // Error(kInvalidArgument) for a lane that is not busy or has no audio, or a layout that cannot
+  // copy (only kBrisvox can).
+  void copy(int from, int to, bool audio);
+
   bool busy(int lane) const;
   int busy_count() const;
   int active_end() const;       // one past the highest busy lane (0 when none)

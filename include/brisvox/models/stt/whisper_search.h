@@ -1,6 +1,8 @@
-// Greedy decoding of one Whisper segment, as faster-whisper does it with beam_size=1,
-// temperature 0 (CTranslate2's greedy search, src/models/whisper.cc and src/decoding.cc): pure
-// C++, no ONNX Runtime, fed one logits vector per step by whoever runs the decoder.
+// Decoding of one Whisper segment as one sequence, as faster-whisper does it with beam_size=1
+// (CTranslate2's greedy search, src/models/whisper.cc and src/decoding.cc): the best token at
+// temperature 0, or a token sampled at a higher temperature. Pure C++, no ONNX Runtime, fed one
+// logits vector per step by whoever runs the decoder. Beam search and best-of sampling, which
+// decode one segment as several sequences, are in whisper_beam.h on top of this.
 //
 // Per sequence (WhisperSequence), step by step:
 //   1. The prompt is fed one token per step: <|startoftranscript|>, then for multilingual models
@@ -26,12 +28,14 @@
 // skip rule: no_speech_prob > no_speech_threshold and avg_logprob <= log_prob_threshold
 // (thresholds 0.6 and -1.0 by default), for which a transcriber gives empty text.
 //
-// WhisperGreedySearch holds what every sequence with the same options shares (prompt, suppress
+// WhisperSearch holds what every sequence with the same options shares (prompt, suppress
 // lists); it is immutable and may be shared between threads. A WhisperSequence preallocates its
 // token buffer: reset() and consume() never allocate. One thread at a time per sequence.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,14 +71,30 @@ struct WhisperDecodeOptions {
   float max_initial_timestamp_s = 1.0f;
   float no_speech_threshold = 0.6f;   // faster-whisper's defaults
   float log_prob_threshold = -1.0f;
+  // 0: the most probable token; > 0: sampled at this temperature (at most 10).
+  float temperature = 0.0f;
+  // Beam search (whisper_beam.h) when > 1 at temperature 0: the beams kept per step (1..16).
+  int beam_size = 1;
+  // Sampling at temperature > 0: independent samples, the best one kept (faster-whisper's
+  // best_of, 1..16). Ignored at temperature 0.
+  int best_of = 1;
+  // Beam search's patience: it ends once round(beam_size * patience) hypotheses have finished.
+  float patience = 1.0f;
+  // Hypotheses are ranked by sum_logprob / length^length_penalty (CTranslate2's, faster-whisper's
+  // default 1: the mean). 0 ranks by the sum.
+  float length_penalty = 1.0f;
+
+  // Sequences a segment is decoded as: beam_size at temperature 0, best_of above it.
+  int width() const { return temperature > 0.0f ? best_of : beam_size; }
 };
 
-class WhisperGreedySearch {
+class WhisperSearch {
  public:
   // Throws Error(kInvalidArgument) for an unknown language (listing the model's codes), a
-  // language other than "en" for an English-only model, a token id outside the vocabulary, or a
-  // max_new_tokens that the model's n_text_ctx cannot hold.
-  WhisperGreedySearch(const WhisperConfig& config, const WhisperDecodeOptions& options);
+  // language other than "en" for an English-only model, a token id outside the vocabulary, a
+  // max_new_tokens that the model's n_text_ctx cannot hold, or a temperature, beam size, best_of,
+  // patience or length penalty out of range.
+  WhisperSearch(const WhisperConfig& config, const WhisperDecodeOptions& options);
 
   const WhisperConfig& config() const { return config_; }
   const WhisperDecodeOptions& options() const { return options_; }
@@ -102,7 +122,7 @@ class WhisperGreedySearch {
 class WhisperSequence {
  public:
   // `search` must outlive the sequence.
-  explicit WhisperSequence(const WhisperGreedySearch& search);
+  explicit WhisperSequence(const WhisperSearch& search);
 
   // Back to the start of the prompt, results cleared.
   void reset();
@@ -134,6 +154,10 @@ class WhisperSequence {
   // logits.size() != n_vocab.
   void consume(std::span<float> logits);
 
+  // The generator of sampled tokens (temperature > 0); a sequence starts seeded with 0. Kept
+  // across reset().
+  void seed(std::uint64_t seed) { rng_.seed(seed); }
+
   // Sampled tokens without the final <|endoftext|> (text and, with timestamps, timestamp ids).
   std::span<const int> tokens() const { return tokens_; }
   bool hit_token_limit() const { return hit_limit_; }
@@ -143,11 +167,25 @@ class WhisperSequence {
   bool no_speech() const;
 
  private:
+  friend class WhisperBeamSearch;
+  // The prompt's bookkeeping for the step whose logits these are (no-speech probability,
+  // language detection, position). True while more prompt tokens follow: nothing to sample yet.
+  bool advance(std::span<const float> logits);
+  // The rules on the next sampled token: suppressed tokens and timestamp rules set to -inf.
+  void mask(std::span<float> logits) const;
+  // Continues `parent`'s hypothesis with `token`, its sum of log-probabilities now `sum_logprob`
+  // (a beam's new member). No allocation.
+  void extend(const WhisperSequence& parent, int token, double sum_logprob);
+  // Appends a chosen token; ends at <|endoftext|> or the limit.
+  void append(int token);
   void sample(std::span<float> logits);
+  // The next token from masked logits: the most probable, or one drawn at the temperature from
+  // this sequence's generator; `logprob` its log-probability at temperature 1.
+  int choose(std::span<const float> logits, double& logprob);
   void detect_language(std::span<const float> logits);
   void apply_timestamp_rules(std::span<float> logits) const;
 
-  const WhisperGreedySearch* search_;
+  const WhisperSearch* search_;
   std::vector<int> tokens_;  // capacity max_new_tokens
   int prompt_index_ = 0;     // index of next_ in the prompt while in it
   int next_ = 0;
@@ -159,6 +197,7 @@ class WhisperSequence {
   int language_token_ = -1;
   float language_probability_ = 1.0f;
   std::vector<float> language_probs_;  // capacity: the model's languages (when detecting)
+  std::mt19937_64 rng_{0};
 };
 
 }  // namespace brisvox

@@ -3,8 +3,10 @@
 // reference of how the pieces fit together. An engine batches across streams with the pieces
 // themselves.
 //
-// As faster-whisper's transcribe(beam_size=1, temperature=0, without_timestamps=True,
-// condition_on_previous_text=False, vad_filter=False): the recording is resampled to 16 kHz
+// As faster-whisper's transcribe(without_timestamps=True, condition_on_previous_text=False,
+// vad_filter=False), at its decoding options (greedy by default; beam search, best-of sampling
+// and the temperature fallback as options, faster_whisper() for its defaults): the recording is
+// resampled to 16 kHz
 // (audio/resampler, libsoxr), its log-mel computed once over the whole recording (plus 160 zero
 // samples), and cut into consecutive windows of full_frames() content frames (30 s); each window
 // is decoded on its own (no previous text in the prompt), which is also what lets the windows of
@@ -12,9 +14,10 @@
 // empty text (faster-whisper drops it).
 // Without a language (multilingual models), the first window's detected language is used for the
 // whole recording, as faster-whisper does (or each window's own: language_detection kEach).
-// Differences: no temperature fallback (faster-whisper's compression-ratio and log-prob
-// fallbacks re-decode at higher temperatures, which needs sampling), and with timestamps the
-// windows still advance by 30 s (faster-whisper seeks to the last timestamp).
+// A window whose result needs the fallback (whisper_fallback.h) is decoded again from the same
+// encoder output at the next temperature, in the language first decoded in.
+// Differences: with timestamps the windows still advance by 30 s (faster-whisper seeks to the
+// last timestamp); sampled tokens come from brisvox's generator, not CTranslate2's.
 //
 // Not thread-safe: one transcribe() at a time per object (it owns one encoder and one decoder
 // session). cancel_run() from any thread makes the transcribe() in progress throw
@@ -23,11 +26,13 @@
 
 #include <memory>
 #include <span>
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "brisvox/models/stt/whisper_features.h"
 #include "brisvox/models/stt/whisper_model.h"
+#include "brisvox/models/stt/whisper_fallback.h"
 #include "brisvox/models/stt/whisper_search.h"
 #include "brisvox/runtime/session_config.h"
 
@@ -44,6 +49,11 @@ struct WhisperTranscribeOptions {
   WhisperDecodeOptions decode;
   // Without decode.language: detect on the first window for all (kFirst) or on each window.
   WhisperLanguageDetection language_detection = WhisperLanguageDetection::kFirst;
+  // The temperature fallback (none by default).
+  WhisperFallbackOptions fallback;
+
+  // faster-whisper's decoding defaults (use_faster_whisper_decoding), the rest default.
+  static WhisperTranscribeOptions faster_whisper();
 };
 
 struct WhisperSegment {
@@ -59,6 +69,10 @@ struct WhisperSegment {
   int window_frames = 0;         // the window it was decoded in (kFit: after any fallback)
   std::string language;          // decoded in: given, detected, or "en" (English-only models)
   float language_probability = 1.0f;  // its detection probability; 1 when given
+  float temperature = 0.0f;      // of the attempt kept
+  double compression_ratio = 0.0;  // of its text
+  // Every attempt decoded, in temperature order (one unless the fallback fired).
+  std::vector<WhisperAttempt> attempts;
 };
 
 struct WhisperTranscript {
@@ -74,6 +88,9 @@ struct WhisperTranscript {
 struct WhisperTranscriberConfig {
   int max_batch = 4;  // windows encoded (and decoded) together
   SessionConfig session;
+  // Sequences a window may be decoded as (beam_size, best_of): the decoder has max(max_batch,
+  // max_width) lanes, and a batch holds as many windows as their sequences fit.
+  int max_width = 5;
 };
 
 class WhisperTranscriber {

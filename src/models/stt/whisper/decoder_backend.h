@@ -40,6 +40,10 @@ struct WhisperDecoder::Backend {
   // caller after a successful return.
   virtual void run(int end, std::span<const int> tokens) = 0;
   virtual std::size_t bytes_per_lane() const = 0;
+  // Lane `to`'s self-attention rows [0, positions[from]) become lane `from`'s, and with `audio`
+  // its cross-attention rows [0, audio_positions[from]) too (both busy, distinct; the caller then
+  // copies the positions). Layouts that cannot copy throw Error(kInvalidArgument).
+  virtual void copy_lane(int from, int to, bool audio);
   // kOptimum: a lane's audio must be exactly n_audio_ctx positions.
   virtual bool needs_full_audio() const { return false; }
 

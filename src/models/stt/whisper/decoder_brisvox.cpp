@@ -131,6 +131,28 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     }
   }
 
+  void copy_lane(int from, int to, bool audio) override {
+    const auto f = static_cast<std::size_t>(from);
+    const auto t = static_cast<std::size_t>(to);
+    const auto rows = static_cast<std::size_t>(positions[f]);
+    for (std::size_t lkv = 0; lkv < L_ * 2; ++lkv) {
+      for (std::size_t h = 0; h < H_; ++h) {
+        const float* src = self_.data() + ((lkv * S_ + f) * H_ + h) * C_ * hd_;
+        float* dst = self_.data() + ((lkv * S_ + t) * H_ + h) * C_ * hd_;
+        std::memcpy(dst, src, rows * hd_ * sizeof(float));
+      }
+    }
+    if (!audio) return;
+    const auto audio_rows = static_cast<std::size_t>(audio_positions[f]);
+    for (std::size_t lkv = 0; lkv < L_ * 2; ++lkv) {
+      for (std::size_t h = 0; h < H_; ++h) {
+        const float* src = cross_.data() + ((lkv * S_ + f) * H_ + h) * T_ * hd_;
+        float* dst = cross_.data() + ((lkv * S_ + t) * H_ + h) * T_ * hd_;
+        std::memcpy(dst, src, audio_rows * hd_ * sizeof(float));
+      }
+    }
+  }
+
   std::size_t bytes_per_lane() const override {
     return sizeof(float) * (2 * L_ * D_ * (C_ + T_) + static_cast<std::size_t>(config.dims.n_vocab) + 2 * L_ * D_) +
            3 * sizeof(int64_t);

@@ -11,6 +11,14 @@
 
 namespace brisvox {
 
+void WhisperDecoder::Backend::copy_lane(int, int, bool) {
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("Whisper: beam search and best-of sampling copy decoder lanes, which the {} layout's decoder "
+                          "cannot; use a model converted by tools/whisper/convert_ct2.py (brisvox layout), or beam size "
+                          "1 and best_of 1",
+                          to_string(layout)));
+}
+
 void WhisperDecoder::Backend::run_failed(const Ort::Exception& e, int batch) const {
   throw Error(ErrorCode::kRuntime, fmt::format("Whisper decoder step of {} lane(s) on '{}' failed: {}", batch,
                                                session.info().source, e.what()));
@@ -111,6 +119,21 @@ void WhisperDecoder::release(int lane) {
   check_busy(b, lane, "release");
   b.busy[static_cast<std::size_t>(lane)] = 0;
   b.audio_positions[static_cast<std::size_t>(lane)] = 0;
+}
+
+void WhisperDecoder::copy(int from, int to, bool audio) {
+  Backend& b = *backend_;
+  check_busy(b, from, "copy from");
+  check_busy(b, to, "copy to");
+  const auto f = static_cast<std::size_t>(from);
+  const auto t = static_cast<std::size_t>(to);
+  if (b.audio_positions[f] == 0) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper decoder lane {} has no audio to copy (no begin())", from));
+  }
+  if (from == to) return;
+  b.copy_lane(from, to, audio);
+  b.positions[t] = b.positions[f];
+  b.audio_positions[t] = b.audio_positions[f];
 }
 
 bool WhisperDecoder::busy(int lane) const {

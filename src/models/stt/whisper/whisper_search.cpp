@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string_view>
 
 #include "brisvox/error.h"
@@ -15,6 +16,8 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr double kTimestampSeconds = 0.02;  // one timestamp token
+constexpr float kMaxTemperature = 10.0f;
+constexpr int kMaxBeams = 16;
 
 void suppress_range(std::span<float> logits, int begin, int end) {
   const int n = static_cast<int>(logits.size());
@@ -25,7 +28,7 @@ void suppress_range(std::span<float> logits, int begin, int end) {
 
 }  // namespace
 
-WhisperGreedySearch::WhisperGreedySearch(const WhisperConfig& config, const WhisperDecodeOptions& options)
+WhisperSearch::WhisperSearch(const WhisperConfig& config, const WhisperDecodeOptions& options)
     : config_(config), options_(options) {
   const WhisperSpecialTokens& t = config_.tokens;
   const int n_vocab = config_.dims.n_vocab;
@@ -103,9 +106,30 @@ WhisperGreedySearch::WhisperGreedySearch(const WhisperConfig& config, const Whis
   }
   max_initial_timestamp_ =
       t.timestamp_begin + static_cast<int>(std::lround(options_.max_initial_timestamp_s / kTimestampSeconds));
+  if (!(options_.temperature >= 0.0f && options_.temperature <= kMaxTemperature)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: temperature must be 0 to {}, got {}", kMaxTemperature, options_.temperature));
+  }
+  if (options_.beam_size < 1 || options_.beam_size > kMaxBeams) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: beam size must be 1 to {}, got {}", kMaxBeams, options_.beam_size));
+  }
+  if (options_.best_of < 1 || options_.best_of > kMaxBeams) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: best_of must be 1 to {}, got {}", kMaxBeams, options_.best_of));
+  }
+  if (!(options_.patience > 0.0f) || std::lround(static_cast<float>(options_.beam_size) * options_.patience) < 1 ||
+      options_.patience > static_cast<float>(kMaxBeams)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: patience must be > 0 and at most {}, got {}", kMaxBeams, options_.patience));
+  }
+  if (!(options_.length_penalty >= 0.0f && options_.length_penalty <= 10.0f)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: length_penalty must be 0 to 10, got {}", options_.length_penalty));
+  }
 }
 
-WhisperSequence::WhisperSequence(const WhisperGreedySearch& search) : search_(&search) {
+WhisperSequence::WhisperSequence(const WhisperSearch& search) : search_(&search) {
   tokens_.reserve(static_cast<std::size_t>(search.max_new_tokens_));
   if (search.detect_) language_probs_.reserve(search.config_.languages.size());
   reset();
@@ -161,6 +185,11 @@ bool WhisperSequence::no_speech() const {
 
 void WhisperSequence::consume(std::span<float> logits) {
   if (done_) return;
+  if (advance(logits)) return;
+  sample(logits);
+}
+
+bool WhisperSequence::advance(std::span<const float> logits) {
   const WhisperConfig& config = search_->config_;
   if (logits.size() != static_cast<std::size_t>(config.dims.n_vocab)) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -180,10 +209,10 @@ void WhisperSequence::consume(std::span<float> logits) {
     }
     if (++prompt_index_ < static_cast<int>(prompt.size())) {
       next_ = prompt_index_ == 1 && config.multilingual ? language_token_ : prompt[static_cast<std::size_t>(prompt_index_)];
-      return;
+      return true;
     }
   }
-  sample(logits);
+  return false;
 }
 
 void WhisperSequence::detect_language(std::span<const float> logits) {
@@ -255,15 +284,24 @@ void WhisperSequence::apply_timestamp_rules(std::span<float> logits) const {
   }
 }
 
-void WhisperSequence::sample(std::span<float> logits) {
-  const WhisperConfig& config = search_->config_;
+void WhisperSequence::mask(std::span<float> logits) const {
   for (int id : search_->suppress_) logits[static_cast<std::size_t>(id)] = kNegInf;
   if (tokens_.empty()) {
     for (int id : search_->suppress_first_) logits[static_cast<std::size_t>(id)] = kNegInf;
   }
   if (search_->options_.timestamps) apply_timestamp_rules(logits);
+}
 
-  // Greedy: the highest logit (the lowest id on a tie); NaN never wins.
+void WhisperSequence::sample(std::span<float> logits) {
+  mask(logits);
+  double logprob = 0.0;
+  const int token = choose(logits, logprob);
+  sum_logprob_ += logprob;
+  append(token);
+}
+
+int WhisperSequence::choose(std::span<const float> logits, double& logprob) {
+  // The highest logit (the lowest id on a tie); NaN never wins.
   std::size_t best = logits.size();
   float max = kNegInf;
   for (std::size_t i = 0; i < logits.size(); ++i) {
@@ -275,9 +313,30 @@ void WhisperSequence::sample(std::span<float> logits) {
   if (best == logits.size() || !std::isfinite(max)) {
     throw Error(ErrorCode::kRuntime, "Whisper decoder produced no finite logit for an allowed token (a broken model?)");
   }
-  sum_logprob_ += -std::log(whisper_detail::sum_exp_below(logits, max));  // log_softmax(logits)[best]
-  const int token = static_cast<int>(best);
-  if (token == config.tokens.eot) {
+  const double log_sum = std::log(whisper_detail::sum_exp_below(logits, max));
+  const float temperature = search_->options_.temperature;
+  if (temperature > 0.0f) {
+    // softmax(logits / T): draw u in [0, total) and walk the cumulative sum; masked tokens weigh 0.
+    const double inv_t = 1.0 / static_cast<double>(temperature);
+    double total = 0.0;
+    for (float x : logits) {
+      if (x > kNegInf) total += std::exp((static_cast<double>(x) - max) * inv_t);
+    }
+    const double u = std::uniform_real_distribution<double>(0.0, total)(rng_);
+    double acc = 0.0;
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      if (!(logits[i] > kNegInf)) continue;
+      acc += std::exp((static_cast<double>(logits[i]) - max) * inv_t);
+      best = i;
+      if (acc > u) break;
+    }
+  }
+  logprob = static_cast<double>(logits[best]) - max - log_sum;  // log_softmax(logits)[best]
+  return static_cast<int>(best);
+}
+
+void WhisperSequence::append(int token) {
+  if (token == search_->config_.tokens.eot) {
     done_ = true;
     return;
   }
@@ -288,6 +347,20 @@ void WhisperSequence::sample(std::span<float> logits) {
     return;
   }
   next_ = token;
+}
+
+void WhisperSequence::extend(const WhisperSequence& parent, int token, double sum_logprob) {
+  tokens_.assign(parent.tokens_.begin(), parent.tokens_.end());  // within the reserved capacity
+  prompt_index_ = parent.prompt_index_;
+  position_ = parent.position_;
+  done_ = false;
+  hit_limit_ = false;
+  no_speech_prob_ = parent.no_speech_prob_;
+  language_token_ = parent.language_token_;
+  language_probability_ = parent.language_probability_;
+  language_probs_.assign(parent.language_probs_.begin(), parent.language_probs_.end());
+  sum_logprob_ = sum_logprob;
+  append(token);
 }
 
 }  // namespace brisvox

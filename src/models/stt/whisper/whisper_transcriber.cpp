@@ -10,6 +10,8 @@
 #include "brisvox/error.h"
 #include "brisvox/models/stt/whisper_decoder.h"
 #include "brisvox/models/stt/whisper_encoder.h"
+#include "brisvox/models/stt/whisper_beam.h"
+#include "brisvox/models/stt/whisper_fallback.h"
 
 namespace brisvox {
 
@@ -29,12 +31,15 @@ struct WhisperTranscriber::Impl {
       : model(m),
         max_batch(config.max_batch),
         encoder(m, WhisperEncoderConfig{config.max_batch, WhisperFeatures::kDefaultFitGranularityFrames, config.session}),
-        decoder(m, WhisperDecoderConfig{config.max_batch, 0, 0, config.session}) {}
+        decoder(m, WhisperDecoderConfig{std::max(config.max_batch, config.max_width), 0, 0, config.session}) {}
 };
 
 WhisperTranscriber::WhisperTranscriber(const WhisperModel& model, const WhisperTranscriberConfig& config) {
   if (config.max_batch < 1 || config.max_batch > 64) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper transcriber max_batch must be 1 to 64, got {}", config.max_batch));
+  }
+  if (config.max_width < 1 || config.max_width > 16) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper transcriber max_width must be 1 to 16, got {}", config.max_width));
   }
   impl_ = std::make_unique<Impl>(model, config);
 }
@@ -51,6 +56,12 @@ void WhisperTranscriber::cancel_run() noexcept {
 void WhisperTranscriber::clear_cancel() noexcept {
   impl_->encoder.clear_cancel();
   impl_->decoder.clear_cancel();
+}
+
+WhisperTranscribeOptions WhisperTranscribeOptions::faster_whisper() {
+  WhisperTranscribeOptions o;
+  use_faster_whisper_decoding(o.decode, o.fallback);
+  return o;
 }
 
 WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, int sample_rate_hz,
@@ -72,7 +83,10 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
                             "positional table; use WhisperWindow::kFull",
                             m.model.folder(), to_string(m.model.layout())));
   }
-  const WhisperGreedySearch search(m.model.config(), options.decode);
+  // One search per temperature, built (and checked) before any work.
+  std::vector<WhisperSearch> searches;
+  for (const WhisperDecodeOptions& d : options.fallback.attempts(options.decode)) searches.emplace_back(m.model.config(), d);
+  const WhisperSearch& search = searches.front();
   constexpr int kGranularity = WhisperFeatures::kDefaultFitGranularityFrames;
   if (options.fit_min_frames < 0 || options.fit_min_frames % kGranularity != 0) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -83,6 +97,13 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
                 fmt::format("Whisper: a prompt of {} and max_new_tokens {} need {} cache positions, the decoder has {}",
                             search.prompt().size(), search.max_new_tokens(), search.max_positions(),
                             m.decoder.max_tokens()));
+  }
+  const int width = options.fallback.max_width(options.decode);
+  if (width > m.decoder.max_lanes()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: beam_size/best_of {} needs as many decoder lanes; this transcriber has {} "
+                            "(WhisperTranscriberConfig::max_width)",
+                            width, m.decoder.max_lanes()));
   }
 
   const std::vector<float> resampled =
@@ -113,13 +134,23 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
     seek += count;
   }
 
+  // A window being decoded: its lanes (the first holds its encoder output), the attempt at the
+  // current temperature, and the earlier attempts' results.
+  struct Decode {
+    std::size_t window = 0;
+    std::vector<int> lanes;
+    std::size_t attempt = 0;
+    std::unique_ptr<WhisperBeamSearch> search;
+    std::vector<WhisperAttempt> attempts;
+    std::vector<WhisperSegment> results;
+  };
+
   const std::size_t mels = WhisperFeatures::kMels;
-  std::vector<float> batch_mel(static_cast<std::size_t>(m.max_batch) * mels * static_cast<std::size_t>(full));
-  std::vector<WhisperSequence> sequences;
-  sequences.reserve(static_cast<std::size_t>(m.max_batch));
-  for (int i = 0; i < m.max_batch; ++i) sequences.emplace_back(search);
-  std::vector<int> lane_window(static_cast<std::size_t>(m.max_batch), -1);
-  std::vector<int> tokens(static_cast<std::size_t>(m.max_batch), 0);
+  const std::size_t per_batch =
+      static_cast<std::size_t>(std::max(1, std::min(m.max_batch, m.decoder.max_lanes() / width)));
+  std::vector<float> batch_mel(per_batch * mels * static_cast<std::size_t>(full));
+  std::vector<int> tokens(static_cast<std::size_t>(m.decoder.max_lanes()), 0);
+  std::vector<std::span<float>> logits(static_cast<std::size_t>(width));
   transcript.segments.resize(windows.size());
 
   // Frees the decoder's lanes however this call ends, so the transcriber stays usable.
@@ -137,6 +168,7 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
       search.detects_language() && options.language_detection == WhisperLanguageDetection::kFirst;
   int first_language = -1;
   float first_probability = 0.0f;
+  const int eot = m.model.config().tokens.eot;
 
   // Windows in the order they are decoded; a fit window that ends at the token limit (Whisper
   // repeating itself: it was trained on 30 s windows) is queued again as a full window.
@@ -146,68 +178,110 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
     // A batch: consecutive windows of one length (all full ones; with kFit the last may differ).
     std::size_t n = 0;
     const int frames = windows[queue[q]].frames;
-    while (q + n < queue.size() && n < static_cast<std::size_t>(m.max_batch) && windows[queue[q + n]].frames == frames) {
-      ++n;
-    }
+    while (q + n < queue.size() && n < per_batch && windows[queue[q + n]].frames == frames) ++n;
     std::vector<const float*> mel_ptrs;
     std::vector<WhisperEncoderOutput> targets;
+    std::vector<Decode> active(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const Window& win = windows[queue[q + i]];
+      Decode& d = active[i];
+      d.window = queue[q + i];
+      const Window& win = windows[d.window];
       float* dst = batch_mel.data() + i * mels * static_cast<std::size_t>(frames);
       WhisperFeatures::cut_window(mel, total, win.first, win.count, frames,
                                   std::span<float>(dst, mels * static_cast<std::size_t>(frames)));
-      const int lane = m.decoder.acquire();
-      targets.push_back(m.decoder.begin(lane, WhisperEncoder::positions(frames)));
+      for (int k = 0; k < width; ++k) {
+        d.lanes.push_back(m.decoder.acquire());
+        const WhisperEncoderOutput target = m.decoder.begin(d.lanes.back(), WhisperEncoder::positions(frames));
+        if (k == 0) targets.push_back(target);
+      }
       mel_ptrs.push_back(dst);
-      lane_window[static_cast<std::size_t>(lane)] = static_cast<int>(queue[q + i]);
-      sequences[static_cast<std::size_t>(lane)].reset();
-      if (first_language >= 0) sequences[static_cast<std::size_t>(lane)].set_language(first_language, first_probability);
+      d.search = std::make_unique<WhisperBeamSearch>(searches.front());
+      if (first_language >= 0) d.search->set_language(first_language, first_probability);
     }
     m.encoder.run(frames, mel_ptrs, targets);
-    while (m.decoder.busy_count() > 0) {
-      for (int s = 0; s < m.decoder.active_end(); ++s) {
-        if (m.decoder.busy(s)) tokens[static_cast<std::size_t>(s)] = sequences[static_cast<std::size_t>(s)].next_token();
+    for (std::size_t live = n; live > 0;) {
+      std::fill(tokens.begin(), tokens.end(), eot);  // lanes without a live sequence: any token
+      for (const Decode& d : active) {
+        if (!d.search) continue;
+        for (int k = 0; k < d.search->width(); ++k) {
+          tokens[static_cast<std::size_t>(d.lanes[static_cast<std::size_t>(k)])] = d.search->next_token(k);
+        }
       }
       m.decoder.step(tokens);
-      for (int s = 0; s < m.decoder.active_end(); ++s) {
-        if (m.decoder.busy(s)) sequences[static_cast<std::size_t>(s)].consume(m.decoder.logits(s));
+      for (Decode& d : active) {
+        if (!d.search) continue;
+        for (int k = 0; k < d.search->width(); ++k) {
+          logits[static_cast<std::size_t>(k)] = m.decoder.logits(d.lanes[static_cast<std::size_t>(k)]);
+        }
+        d.search->consume(std::span<const std::span<float>>(logits.data(), static_cast<std::size_t>(d.search->width())));
+        for (const WhisperLaneCopy& c : d.search->copies()) {
+          m.decoder.copy(d.lanes[static_cast<std::size_t>(c.from)], d.lanes[static_cast<std::size_t>(c.to)], c.audio);
+        }
       }
       if (share_language && first_language < 0) {
-        // The start step was consumed (every lane detected): window 0's language for all.
-        for (int s = 0; s < m.decoder.active_end(); ++s) {
-          if (m.decoder.busy(s) && lane_window[static_cast<std::size_t>(s)] == 0) {
-            first_language = sequences[static_cast<std::size_t>(s)].language_token();
-            first_probability = sequences[static_cast<std::size_t>(s)].language_probability();
+        // The start step was consumed (every window detected): window 0's language for all.
+        for (const Decode& d : active) {
+          if (d.search && d.window == 0) {
+            first_language = d.search->language_token();
+            first_probability = d.search->language_probability();
           }
         }
-        for (int s = 0; s < m.decoder.active_end(); ++s) {
-          if (m.decoder.busy(s)) sequences[static_cast<std::size_t>(s)].set_language(first_language, first_probability);
+        for (Decode& d : active) {
+          if (d.search && first_language >= 0) d.search->set_language(first_language, first_probability);
         }
       }
-      for (int s = 0; s < m.decoder.active_end(); ++s) {
-        if (!m.decoder.busy(s)) continue;
-        WhisperSequence& seq = sequences[static_cast<std::size_t>(s)];
-        if (!seq.done()) continue;
-        const auto index = static_cast<std::size_t>(lane_window[static_cast<std::size_t>(s)]);
-        Window& win = windows[index];
-        WhisperSegment& seg = transcript.segments[index];
+      for (Decode& d : active) {
+        if (!d.search || !d.search->done()) continue;
+        const WhisperBeamSearch& bs = *d.search;
+        Window& win = windows[d.window];
+        WhisperSegment seg;
         seg.start_s = win.first * 0.01;
         seg.end_s = (win.first + win.count) * 0.01;
-        seg.tokens.assign(seq.tokens().begin(), seq.tokens().end());
-        seg.avg_logprob = seq.avg_logprob();
-        seg.no_speech_prob = seq.no_speech_prob();
-        seg.no_speech = seq.no_speech();
-        seg.hit_token_limit = seq.hit_token_limit();
+        seg.tokens.assign(bs.tokens().begin(), bs.tokens().end());
+        seg.avg_logprob = bs.avg_logprob();
+        seg.no_speech_prob = bs.no_speech_prob();
+        seg.no_speech = bs.no_speech();
+        seg.hit_token_limit = bs.hit_token_limit();
         seg.window_frames = win.frames;
-        seg.language = std::string(seq.language());
-        seg.language_probability = seq.language_probability();
-        seg.text.clear();
-        if (!seg.no_speech) seg.text = m.model.decode(seg.tokens);
-        if (seg.hit_token_limit && win.frames < full && options.fit_fallback) {
-          win.frames = full;
-          queue.push_back(index);
+        seg.language = std::string(bs.language());
+        seg.language_probability = bs.language_probability();
+        seg.temperature = options.fallback.temperatures[d.attempt];
+        const std::string text = m.model.decode(seg.tokens);
+        seg.compression_ratio = whisper_compression_ratio(text);
+        seg.text = seg.no_speech ? std::string() : text;
+        const WhisperAttempt attempt{seg.temperature, seg.avg_logprob, seg.no_speech_prob, seg.compression_ratio};
+        d.attempts.push_back(attempt);
+        d.results.push_back(std::move(seg));
+        const int language = bs.language_token();
+        const float language_probability = bs.language_probability();
+        if (whisper_needs_fallback(attempt, options.decode, options.fallback.compression_ratio_threshold) &&
+            d.attempt + 1 < searches.size()) {
+          // Again from the same encoder output, at the next temperature, in the same language.
+          ++d.attempt;
+          for (int lane : d.lanes) m.decoder.begin(lane, WhisperEncoder::positions(frames));
+          d.search = std::make_unique<WhisperBeamSearch>(searches[d.attempt]);
+          if (language >= 0 && m.model.config().multilingual) d.search->set_language(language, language_probability);
+          continue;
         }
-        m.decoder.release(s);
+        const std::size_t pick = d.attempts.size() == 1 || !whisper_needs_fallback(attempt, options.decode,
+                                                                                   options.fallback.compression_ratio_threshold)
+                                     ? d.attempts.size() - 1
+                                     : whisper_pick_attempt(d.attempts, options.fallback.compression_ratio_threshold);
+        WhisperSegment& chosen = d.results[pick];
+        chosen.attempts = d.attempts;
+        // faster-whisper's skip rule on the attempt kept.
+        chosen.no_speech = chosen.no_speech_prob > options.decode.no_speech_threshold &&
+                           !(chosen.avg_logprob > options.decode.log_prob_threshold);
+        if (chosen.no_speech) chosen.text.clear();
+        const bool refit = chosen.hit_token_limit && win.frames < full && options.fit_fallback;
+        transcript.segments[d.window] = std::move(chosen);
+        if (refit) {
+          win.frames = full;
+          queue.push_back(d.window);
+        }
+        for (int lane : d.lanes) m.decoder.release(lane);
+        d.search.reset();
+        --live;
       }
     }
     q += n;
@@ -221,7 +295,10 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
 
 WhisperTranscript transcribe(const WhisperModel& model, std::span<const float> audio, int sample_rate_hz,
                              const WhisperTranscribeOptions& options) {
-  WhisperTranscriber transcriber(model, WhisperTranscriberConfig{1, {}});
+  WhisperTranscriberConfig config;
+  config.max_batch = 1;
+  config.max_width = options.fallback.max_width(options.decode);
+  WhisperTranscriber transcriber(model, config);
   return transcriber.transcribe(audio, sample_rate_hz, options);
 }
 
