@@ -2,7 +2,10 @@
 // VAD cuts them. Files run as concurrent streams of one engine, like `brisvox vad`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "brisvox/engine/engine.h"
 #include "brisvox/engine/offline.h"
@@ -22,6 +25,11 @@ struct TranscribeOptions {
   std::string language;
   std::string window = "full";
   std::string language_detection = "first";
+  std::string task = "transcribe";
+  std::string decoding = "greedy";
+  int beam_size = 0;   // 0: the --decoding's
+  int best_of = 0;
+  std::string temperatures;  // "": the --decoding's
   std::string vad_model = "v6";
   SegmenterParams vad;
   int model_rate_hz = 0;
@@ -29,6 +37,39 @@ struct TranscribeOptions {
   int stt_workers = 1;
   int stt_threads = 1;
 };
+
+// The comma-separated temperatures of --temperatures ("0,0.2,0.4").
+std::vector<float> parse_temperatures(const std::string& list) {
+  std::vector<float> out;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    std::size_t used = 0;
+    float t = -1.0f;
+    try {
+      t = std::stof(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !(t >= 0.0f && t <= 10.0f)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--temperatures takes numbers 0 to 10 separated by commas (e.g. 0,0.2,0.4), got '{}'", list));
+    }
+    out.push_back(t);
+    at = comma + 1;
+  }
+  return out;
+}
+
+// --decoding, then the options that refine it.
+void apply_decoding(const TranscribeOptions& o, SttOptions& stt) {
+  if (o.decoding == "faster-whisper") use_faster_whisper_decoding(stt.decode, stt.fallback);
+  if (o.beam_size > 0) stt.decode.beam_size = o.beam_size;
+  if (o.best_of > 0) stt.decode.best_of = o.best_of;
+  if (!o.temperatures.empty()) stt.fallback.temperatures = parse_temperatures(o.temperatures);
+  stt.decode.task = o.task == "translate" ? WhisperTask::kTranslate : WhisperTask::kTranscribe;
+}
 
 int run_transcribe(const TranscribeOptions& o) {
   const TranscriptFormat format = parse_transcript_format(o.format);
@@ -51,18 +92,27 @@ int run_transcribe(const TranscribeOptions& o) {
   check_workers("--stt-workers", o.stt_workers);
   check_workers("--stt-threads", o.stt_threads);
   check_model_rate(o.model_rate_hz);
+  SttOptions stt;
+  apply_decoding(o, stt);
+  const int width = stt.fallback.max_width(stt.decode);
   EngineConfig ec;
   ec.models = {ModelSpec::silero_vad(o.vad_model), ModelSpec::whisper(o.model)};
   ec.models[0].num_workers = o.workers;
   ec.models[1].num_workers = o.stt_workers;
   ec.models[1].session.intra_op_threads = o.stt_threads;
+  if (width > 1) {
+    // Each segment holds `width` decoder lanes: fewer segments per worker keep the lanes (and
+    // their memory) near the greedy default's 8.
+    ec.models[1].options["max_width"] = std::to_string(width);
+    ec.models[1].max_batch = std::max(2, 8 / width);
+  }
   ec.admission_control = false;
   const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
   const double load_s = seconds_since(loading);
   run_options.stream.vad.model_rate_hz = o.model_rate_hz;
   run_options.stream.vad.params = o.vad;
-  run_options.stream.stt = SttOptions{};
+  run_options.stream.stt = stt;
   run_options.stream.stt->window = o.window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   run_options.stream.stt->decode.language = o.language;
   run_options.stream.stt->language_detection = *parse_language_detection(o.language_detection);
@@ -82,13 +132,16 @@ Command add_transcribe_command(CLI::App& app) {
       "Output (json): one object per file per line,\n"
       "  {\"file\":..., \"duration\":s, \"text\":\"...\", \"segments\":[{\"start\":s,\"end\":s,\"text\":\"...\"}]}\n"
       "Segments are the VAD's (as `brisvox vad` prints them, at most 30 s each); each is transcribed on its own,\n"
-      "as faster-whisper does (greedy, temperature 0, without timestamps). Segments Whisper finds no speech in\n"
+      "as faster-whisper does without timestamps: greedy by default (live streams' decoding, the fastest), or\n"
+      "faster-whisper's own defaults with --decoding faster-whisper (beam search of 5, and when a result repeats\n"
+      "itself or is unsure, sampling again at temperatures 0.2 to 1.0). Segments Whisper finds no speech in\n"
       "are left out. txt: the text; srt and vtt: one cue per segment (one file).\n"
       "Examples:\n"
       "  brisvox transcribe call.wav\n"
       "  brisvox transcribe --format srt lecture.flac > lecture.srt\n"
       "  brisvox transcribe --model base interview.wav        (language detected)\n"
       "  brisvox transcribe --model base-int8 --language de interview.wav\n"
+      "  brisvox transcribe --model base --decoding faster-whisper --task translate entrevista.wav\n"
       "  brisvox transcribe --raw-encoding mulaw --raw-rate 8000 call.ul");
   add_file_options(app, o->files, "Audio files (any rate; 8 kHz telephony works)");
   app.add_option("--model", o->model,
@@ -102,6 +155,20 @@ Command add_transcribe_command(CLI::App& app) {
                  "Without --language: detect on a file's first segment and keep it (first), or on each segment (each)")
       ->check(CLI::IsMember({"first", "each"}))
       ->capture_default_str();
+  app.add_option("--task", o->task, "transcribe, or translate (into English; multilingual models)")
+      ->check(CLI::IsMember({"transcribe", "translate"}))
+      ->capture_default_str();
+  app.add_option("--decoding", o->decoding,
+                 "greedy, or faster-whisper (its defaults: beam 5, best_of 5, temperatures 0,0.2,...,1.0 with its "
+                 "compression-ratio, log-prob and no-speech thresholds)")
+      ->check(CLI::IsMember({"greedy", "faster-whisper"}))
+      ->capture_default_str();
+  app.add_option("--beam-size", o->beam_size, "Beams at temperature 0, 1 to 16 (default: the --decoding's)")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--best-of", o->best_of, "Samples per fallback temperature, 1 to 16 (default: the --decoding's)")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--temperatures", o->temperatures,
+                 "Temperatures tried in turn, comma-separated (0 alone: no fallback; default: the --decoding's)");
   app.add_option("--window", o->window,
                  "Encoder window: full (30 s, what Whisper was trained on) or fit (cut to the segment, at least 10 s)")
       ->capture_default_str();

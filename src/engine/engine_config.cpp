@@ -35,9 +35,12 @@ struct FamilyOption {
 constexpr FamilyOption kPiperOptions[] = {
     {"config", false}, {"noise_scale", true}, {"length_scale", true}, {"noise_w_scale", true}, {"speaker_id", true}};
 
+constexpr FamilyOption kWhisperOptions[] = {{"max_width", true}};
+
 void validate_family_options(const ModelSpec& m) {
   std::span<const FamilyOption> known;
   if (m.family == ModelFamily::kPiperTts) known = kPiperOptions;
+  if (m.family == ModelFamily::kWhisper) known = kWhisperOptions;
   for (const auto& [option, value] : m.options) {
     const std::string& name = option;  // a structured binding is not captured by clang 14's lambdas
     const auto it = std::find_if(known.begin(), known.end(), [&](const FamilyOption& o) { return o.name == name; });
@@ -58,6 +61,10 @@ void validate_family_options(const ModelSpec& m) {
       }
       require(used == value.size() && !value.empty() && std::isfinite(d),
               fmt::format("model '{}': option '{}' must be a number, got '{}'", m.name, name, value));
+      if (name == "max_width") {
+        require(d >= 1 && d <= 16 && d == std::floor(d),
+                fmt::format("model '{}': option 'max_width' must be a whole number 1 to 16, got '{}'", m.name, value));
+      }
     } else {
       require(!value.empty(), fmt::format("model '{}': option '{}' is empty", m.name, name));
     }

@@ -50,7 +50,7 @@ std::vector<std::unique_ptr<Stage>> make_stages(StreamConfig& config, int model_
   }
   if (stt) {
     auto stage = std::make_unique<SttStage>(*config.stt, *stt);  // Error for bad decoding options
-    if (stage->search().max_positions() > stt->max_positions()) {
+    if (stage->search().max_positions() > stt->max_positions()) {  // every attempt has the same prompt
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("the stt stage's decoding needs {} decoder positions (max_new_tokens {}), the model's "
                               "decoder lanes hold {}",

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -166,6 +168,83 @@ TEST(EngineStt, TheOfflineRunnerWritesTheTranscriptionDocument) {
   EXPECT_NE(text.front(), ' ');
   EXPECT_NE(text.back(), ' ');
   EXPECT_NE(json.find("\"text\":\"" + text + "\""), std::string::npos) << json;
+}
+
+TEST(EngineStt, BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams) {
+  // faster-whisper's decoding (beam 5, the temperature fallback) on two streams at once: the
+  // sample, and the sample played backwards (speech-like sounds Whisper is unsure of, so that some
+  // segments fall back to sampling). Each segment must be what the single-stream transcriber makes
+  // of its audio: the same beams, the same draws (each slot's generator is seeded alike), whatever
+  // else shares the decoder steps.
+  EngineConfig config = stt_engine(4);
+  config.model("stt").options["max_width"] = "5";
+  Engine engine(config);
+  const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
+  const auto& sample = test::sample_audio().samples;
+  const std::size_t n = std::min<std::size_t>(sample.size(), 15 * 16000);  // about three utterances
+  const std::vector<float> forward(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(n));
+  const std::vector<float> backward(sample.rbegin(), sample.rbegin() + static_cast<std::ptrdiff_t>(n));
+  StreamConfig sc;
+  sc.stt = SttOptions{};
+  use_faster_whisper_decoding(sc.stt->decode, sc.stt->fallback);
+  // A stricter log-probability threshold than faster-whisper's -1.0, so that tiny.en, sure of
+  // itself even backwards, falls back on some segments; two temperatures keep the test short.
+  sc.stt->decode.log_prob_threshold = -0.5f;
+  sc.stt->fallback.temperatures = {0.0f, 0.6f};
+  WhisperTranscribeOptions reference = WhisperTranscribeOptions::faster_whisper();
+  reference.decode.log_prob_threshold = -0.5f;
+  reference.fallback.temperatures = {0.0f, 0.6f};
+  std::vector<Transcribed> got[2];
+  {
+    Stream a = engine.open_stream(sc);
+    Stream b = engine.open_stream(sc);
+    std::thread other([&] { got[1] = transcripts_of(b, backward); });
+    got[0] = transcripts_of(a, forward);
+    other.join();
+  }
+  int fell_back = 0;
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<float>& audio = i == 0 ? forward : backward;
+    ASSERT_GE(got[i].size(), 2u) << (i == 0 ? "forward" : "backward");
+    for (const Transcribed& t : got[i]) {
+      const auto begin = static_cast<std::size_t>(std::llround(t.event.start_s * 16000));
+      const auto end = std::min(static_cast<std::size_t>(std::llround(t.event.end_s * 16000)), audio.size());
+      const WhisperTranscript want =
+          transcribe(model, std::span<const float>(audio).subspan(begin, end - begin), 16000, reference);
+      ASSERT_EQ(want.segments.size(), 1u);
+      fell_back += want.segments[0].attempts.size() > 1;
+      EXPECT_EQ(t.transcript.text, want.text()) << (i == 0 ? "forward" : "backward") << " at " << t.event.start_s;
+      EXPECT_NEAR(t.transcript.avg_logprob, want.segments[0].avg_logprob, 1e-4);
+    }
+  }
+  std::printf("segments decoded again at a higher temperature: %d\n", fell_back);
+  EXPECT_GE(fell_back, 1) << "the backward sample should make Whisper unsure somewhere";
+  EXPECT_EQ(engine.stats().model("stt").run_errors, 0u);
+}
+
+TEST(EngineStt, ABeamWiderThanTheModelAllowsIsRefusedAtOpen) {
+  Engine engine(stt_engine());
+  StreamConfig sc;
+  sc.stt = SttOptions{};
+  sc.stt->decode.beam_size = 5;
+  try {
+    engine.open_stream(sc);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("max_width"), std::string::npos) << e.what();
+  }
+  for (const char* bad : {"0", "17", "2.5", "five"}) {
+    EngineConfig c = stt_engine();
+    c.model("stt").options["max_width"] = bad;
+    try {
+      Engine e(c);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("max_width"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(EngineStt, ABadSttStageIsRefusedAtOpen) {

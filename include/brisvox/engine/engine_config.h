@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "brisvox/models/stt/whisper_fallback.h"
 #include "brisvox/models/stt/whisper_features.h"
 #include "brisvox/models/stt/whisper_search.h"
 #include "brisvox/models/turn/turn_detector.h"
@@ -72,7 +73,9 @@ struct ModelSpec {
   // The family's own settings of this model, by name (docs/MODELS.md). Piper: "config" (the voice's
   // JSON, VOICE.onnx.json beside the model by default), and the session defaults "noise_scale",
   // "length_scale", "noise_w_scale", "speaker_id" (the voice's own unless given; a session's
-  // SpeechConfig::voice_options override them). Other families take none. Checked when the engine
+  // SpeechConfig::voice_options override them). Whisper: "max_width", the most sequences a segment
+  // may be decoded as (a stream's beam_size or best_of; 1 to 16, default 1): each worker's decoder
+  // then has max_batch x max_width lanes. Other families take none. Checked when the engine
   // starts (Error(kInvalidArgument) naming the option).
   std::map<std::string, std::string, std::less<>> options;
 
@@ -161,7 +164,11 @@ struct SttOptions {
   // kFit: a segment whose decoding ends at the token limit (Whisper repeating itself) is decoded
   // again in the full window.
   bool fit_fallback = true;
-  WhisperDecodeOptions decode;  // language, task, suppression, token limit, no-speech thresholds
+  // Language, task, suppression, token limit, no-speech thresholds, beam_size / best_of (each
+  // segment then holds that many of the model's decoder lanes: its "max_width" option bounds them).
+  WhisperDecodeOptions decode;
+  // The temperature fallback (none by default; use_faster_whisper_decoding sets faster-whisper's).
+  WhisperFallbackOptions fallback;
   // Without decode.language on a multilingual model: the language detected on the stream's first
   // segment is kept for the rest (kFirst; segments already in the decoder then detect their
   // own), or each segment detects its own (kEach).

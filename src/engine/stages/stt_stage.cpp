@@ -17,6 +17,12 @@ constexpr std::size_t kMaxSegmentSamples16k = static_cast<std::size_t>(kSttMaxSe
 
 int fit_min_frames(int full_frames) noexcept { return std::min(WhisperFeatures::kDefaultFitMinFrames, full_frames); }
 
+// The model's "max_width" option (validated by ModelSpec::validate), 1 when not given.
+int max_width_of(const ModelSpec& spec) {
+  const auto it = spec.options.find("max_width");
+  return it == spec.options.end() ? 1 : std::stoi(it->second);
+}
+
 }  // namespace
 
 int stt_num_keys(int full_frames) noexcept {
@@ -24,8 +30,17 @@ int stt_num_keys(int full_frames) noexcept {
   return 2 + (full_frames - fit_min_frames(full_frames) + granularity - 1) / granularity;
 }
 
-SttStage::SttStage(const SttOptions& options, SttPool& stt_pool)
-    : pool_(&stt_pool), options_(options), search_(stt_pool.model().config(), options.decode) {
+SttStage::SttStage(const SttOptions& options, SttPool& stt_pool) : pool_(&stt_pool), options_(options) {
+  for (const WhisperDecodeOptions& d : options.fallback.attempts(options.decode)) {
+    searches_.emplace_back(stt_pool.model().config(), d);
+  }
+  width_ = options.fallback.max_width(options.decode);
+  if (width_ > stt_pool.max_width()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the stt stage decodes a segment as {} sequences (beam_size {}, best_of {}), the model's "
+                            "decoder gives a segment at most {} lanes: raise its option max_width",
+                            width_, options.decode.beam_size, options.decode.best_of, stt_pool.max_width()));
+  }
   done_.reserve(stt_pool.capacity());
 }
 
@@ -41,11 +56,13 @@ SttAdapter::SttAdapter(const WhisperModel& model, const ModelSpec& spec, SttPool
       run_timeout_ms_(spec.run_timeout_ms),
       features_(model.config().dims.full_frames()),
       encoder_(model, WhisperEncoderConfig{spec.max_batch, WhisperFeatures::kDefaultFitGranularityFrames, spec.session}),
-      decoder_(model, WhisperDecoderConfig{spec.max_batch, 0, 0, spec.session}),
+      decoder_(model, WhisperDecoderConfig{spec.max_batch * max_width_of(spec), 0, 0, spec.session}),
       full_frames_(model.config().dims.full_frames()),
       fit_min_frames_(fit_min_frames(full_frames_)),
       fit_granularity_(WhisperFeatures::kDefaultFitGranularityFrames),
-      decode_key_(stt_num_keys(full_frames_) - 1) {
+      decode_key_(stt_num_keys(full_frames_) - 1),
+      max_width_(max_width_of(spec)) {
+  logits_.resize(static_cast<std::size_t>(max_width_));
   const auto b = static_cast<std::size_t>(spec.max_batch);
   audio16k_.assign(kMaxSegmentSamples16k + 8192, 0.0f);
   mels_.assign(b * WhisperFeatures::kMels * static_cast<std::size_t>(full_frames_), 0.0f);
@@ -64,7 +81,14 @@ std::int64_t SttAdapter::prepare(SttRequest& r, std::size_t row) {
   rows_[row] = &r;
   if (r.key == decode_key_) {
     decoding_ = true;
-    tokens_[static_cast<std::size_t>(r.lane)] = r.sequence->next_token();
+    if (row == 0) batch_lanes_ = 0;
+    const WhisperBeamSearch& search = *r.search;
+    for (std::size_t k = 0; k < r.lanes.size(); ++k) {
+      // Lanes without a live sequence yet (the prompt is decoded in the first) feed any token.
+      tokens_[static_cast<std::size_t>(r.lanes[k])] =
+          static_cast<int>(k) < search.width() ? search.next_token(static_cast<int>(k)) : model_->config().tokens.eot;
+    }
+    batch_lanes_ += r.lanes.size();
     return r.ready_since_ns;
   }
   decoding_ = false;
@@ -100,11 +124,19 @@ std::int64_t SttAdapter::prepare_encode(SttRequest& r, std::size_t row) {
   if (frames != r.window_frames) {
     throw Error(ErrorCode::kInternal, fmt::format("segment window {} frames, expected {}", frames, r.window_frames));
   }
-  r.lane = decoder_.acquire();
-  if (r.lane < 0) {
-    throw Error(ErrorCode::kInternal, "no free decoder lane (the pool pins at most max_batch segments per worker)");
+  const int width = r.stage->width();
+  r.lanes.clear();
+  for (int k = 0; k < width; ++k) {
+    const int lane = decoder_.acquire();
+    if (lane < 0) {
+      release_lanes(r);
+      throw Error(ErrorCode::kInternal,
+                  "no free decoder lane (the pool pins at most max_batch segments per worker, max_width lanes each)");
+    }
+    r.lanes.push_back(lane);
+    const WhisperEncoderOutput target = decoder_.begin(lane, WhisperEncoder::positions(frames));
+    if (k == 0) outputs_[row] = target;
   }
-  outputs_[row] = decoder_.begin(r.lane, WhisperEncoder::positions(frames));
   mel_ptrs_[row] = mel;
   frames_ = frames;
   return r.ready_since_ns;
@@ -112,10 +144,10 @@ std::int64_t SttAdapter::prepare_encode(SttRequest& r, std::size_t row) {
 
 void SttAdapter::run(int key, std::size_t rows) {
   if (key == decode_key_) {
-    // A step advances every busy lane: each must be a row of this batch (see the header).
-    if (static_cast<int>(rows) != decoder_.busy_count()) {
-      throw Error(ErrorCode::kInternal, fmt::format("decoder step of {} sequences with {} lanes busy", rows,
-                                                    decoder_.busy_count()));
+    // A step advances every busy lane: each must be a row's of this batch (see the header).
+    if (static_cast<int>(batch_lanes_) != decoder_.busy_count()) {
+      throw Error(ErrorCode::kInternal, fmt::format("decoder step of {} segments ({} lanes) with {} lanes busy", rows,
+                                                    batch_lanes_, decoder_.busy_count()));
     }
     decoder_.step(tokens_);
     return;
@@ -154,42 +186,84 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     return false;
   }
   if (r.key != decode_key_) {  // encoded: decode from the next step on
-    r.sequence.emplace(r.stage->search());
-    r.stage->adopt_language(*r.sequence);
+    r.attempt = 0;
+    r.attempts.clear();
+    r.results.clear();
+    r.search.emplace(r.stage->search());
+    r.stage->adopt_language(*r.search);
     r.key = decode_key_;
     return true;
   }
-  WhisperSequence& seq = *r.sequence;
-  seq.consume(decoder_.logits(r.lane));
-  if (seq.position() == 1) r.stage->note_language(seq);  // the start step: detected, if detecting
-  if (!seq.done()) return true;
-  if (seq.hit_token_limit() && r.window_frames < full_frames_ && r.stage->options().fit_fallback) {
+  WhisperBeamSearch& search = *r.search;
+  const auto width = static_cast<std::size_t>(search.width());
+  for (std::size_t k = 0; k < width; ++k) logits_[k] = decoder_.logits(r.lanes[k]);
+  search.consume(std::span<const std::span<float>>(logits_.data(), width));
+  for (const WhisperLaneCopy& copy : search.copies()) {
+    decoder_.copy(r.lanes[static_cast<std::size_t>(copy.from)], r.lanes[static_cast<std::size_t>(copy.to)], copy.audio);
+  }
+  if (search.first().position() == 1) r.stage->note_language(search);  // the start step: detected, if detecting
+  if (!search.done()) return true;
+  return conclude_attempt(r);
+}
+
+bool SttAdapter::conclude_attempt(SttRequest& r) {
+  const WhisperBeamSearch& search = *r.search;
+  const SttOptions& options = r.stage->options();
+  Transcript t;
+  t.avg_logprob = static_cast<float>(search.avg_logprob());
+  t.no_speech_prob = search.no_speech_prob();
+  t.hit_token_limit = search.hit_token_limit();
+  t.window_frames = r.window_frames;
+  t.language = search.language();
+  t.language_probability = search.language_probability();
+  t.text = model_->decode(search.tokens());
+  const WhisperAttempt attempt{options.fallback.temperatures[r.attempt], search.avg_logprob(), search.no_speech_prob(),
+                               whisper_compression_ratio(t.text)};
+  const float ratio_threshold = options.fallback.compression_ratio_threshold;
+  const bool again = whisper_needs_fallback(attempt, options.decode, ratio_threshold);
+  if (again && r.attempt + 1 < r.stage->attempts()) {
+    // The next temperature on the same lanes: the first still holds the encoder output.
+    const int language = search.language_token();
+    const float probability = search.language_probability();
+    r.attempts.push_back(attempt);
+    r.results.push_back(std::move(t));
+    ++r.attempt;
+    for (int lane : r.lanes) decoder_.begin(lane, WhisperEncoder::positions(r.window_frames));
+    r.search.emplace(r.stage->search(r.attempt));
+    if (language >= 0 && model_->config().multilingual) r.search->set_language(language, probability);
+    return true;
+  }
+  if (again && !r.attempts.empty()) {
+    // Every temperature failed: faster-whisper keeps the best of the attempts.
+    r.attempts.push_back(attempt);
+    r.results.push_back(std::move(t));
+    t = std::move(r.results[whisper_pick_attempt(r.attempts, ratio_threshold)]);
+  }
+  if (t.hit_token_limit && r.window_frames < full_frames_ && options.fit_fallback) {
     // Whisper repeated itself in the cut window: the full window, from the encoder on.
-    decoder_.release(r.lane);
-    r.lane = -1;
-    r.sequence.reset();
+    release_lanes(r);
+    r.search.reset();
     r.window_frames = full_frames_;
     r.key = key_of_window(full_frames_);
     return true;
   }
-  Transcript& t = r.transcript;
-  t.avg_logprob = static_cast<float>(seq.avg_logprob());
-  t.no_speech_prob = seq.no_speech_prob();
-  t.no_speech = seq.no_speech();
-  t.hit_token_limit = seq.hit_token_limit();
-  t.window_frames = r.window_frames;
-  t.language = seq.language();
-  t.language_probability = seq.language_probability();
-  t.text.clear();
-  if (!t.no_speech) t.text = model_->decode(seq.tokens());
+  // faster-whisper's skip rule, on the attempt kept.
+  t.no_speech = t.no_speech_prob > options.decode.no_speech_threshold &&
+                !(t.avg_logprob > options.decode.log_prob_threshold);
+  if (t.no_speech) t.text.clear();
+  r.transcript = std::move(t);
   finish(r);
   return false;
 }
 
+void SttAdapter::release_lanes(SttRequest& r) {
+  for (int lane : r.lanes) decoder_.release(lane);
+  r.lanes.clear();
+}
+
 void SttAdapter::finish(SttRequest& r) {
-  if (r.lane >= 0) decoder_.release(r.lane);
-  r.lane = -1;
-  r.sequence.reset();
+  release_lanes(r);
+  r.search.reset();
   load_.fetch_sub(1, std::memory_order_relaxed);
   StreamState& s = *r.stream;
   if (!r.stage->deliver(r)) {
@@ -201,15 +275,15 @@ void SttAdapter::finish(SttRequest& r) {
   s.vad_pool->schedule(&s);
 }
 
-void SttStage::adopt_language(WhisperSequence& seq) const noexcept {
-  if (!search_.detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
+void SttStage::adopt_language(WhisperBeamSearch& search) const noexcept {
+  if (!searches_.front().detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
   const int token = language_token_.load(std::memory_order_acquire);
-  // set_language cannot throw here: a fresh sequence, a token this model detected.
-  if (token >= 0) seq.set_language(token, language_probability_.load(std::memory_order_relaxed));
+  // set_language cannot throw here: a fresh search, a token this model detected.
+  if (token >= 0) search.set_language(token, language_probability_.load(std::memory_order_relaxed));
 }
 
-void SttStage::note_language(const WhisperSequence& seq) noexcept {
-  if (!search_.detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
+void SttStage::note_language(const WhisperBeamSearch& seq) noexcept {
+  if (!searches_.front().detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
   if (language_token_.load(std::memory_order_acquire) >= 0) return;
   // Two segments detecting at once: the first to get here wins; both keep what they detected.
   std::lock_guard lock(mu_);
@@ -233,11 +307,13 @@ SttPool::SttPool(const ModelSpec& spec)
       model_(std::make_unique<WhisperModel>(WhisperModel::load(spec.path))),
       slots_(std::make_unique<RequestSlots<SttRequest>>(static_cast<std::size_t>(spec.max_pending), [](SttRequest& r) {
         r.audio.assign(kMaxSegmentSamples16k, 0.0f);
+        r.lanes.reserve(16);
       })),
       pool_(spec,
             PoolShape{stt_num_keys(model_->config().dims.full_frames()), static_cast<std::size_t>(spec.max_pending)},
             [&](int /*worker*/) { return SttAdapter(*model_, spec, *this); }) {
   max_positions_ = pool_.adapter(0).max_positions();
+  max_width_ = pool_.adapter(0).max_width();
 }
 
 void SttPool::stop() {

@@ -10,12 +10,16 @@
 //   2. decoder steps (job key kDecodeKey): every segment being decoded on the worker advances by
 //      one token per step, in one run; a segment joins after its encoder run and leaves at
 //      <|endoftext|> or the token limit (a fit window that ends at the limit goes back to step 1
-//      in the full window);
+//      in the full window). A segment decoded as several sequences (beam search, best-of
+//      sampling: WhisperBeamSearch) holds that many decoder lanes, its encoder output in the first
+//      and copied to the others when its hypotheses spread; a result that needs the temperature
+//      fallback is decoded again at the next temperature on the same lanes, without a new encoder
+//      run;
 //   3. the result into the stream's mailbox, the stream woken on its VAD worker, which alone emits
 //      the kTranscript event (text as payload) and then gives the request slot back.
-// A decoder step runs every busy lane of the worker, so every sequence being decoded must be in
-// each decode batch: they are (they are queued again together after each step, and max_batch is
-// the decoder's lane count), and prepare() checks it.
+// A decoder step runs every busy lane of the worker, so every segment being decoded must be in
+// each decode batch: they are (they are queued again together after each step, and the decoder
+// has max_batch x max_width lanes), and run() checks it.
 //
 // A stream whose segment finds no free request slot holds its frames (its history must keep the
 // segment's audio) until the pool gives a slot back and wakes it: nothing is dropped.
@@ -33,6 +37,7 @@
 #include "brisvox/audio/resampler.h"
 #include "brisvox/engine/engine_config.h"
 #include "brisvox/engine/transcript.h"
+#include "brisvox/models/stt/whisper_beam.h"
 #include "brisvox/models/stt/whisper_decoder.h"
 #include "brisvox/models/stt/whisper_encoder.h"
 #include "brisvox/models/stt/whisper_features.h"
@@ -83,11 +88,15 @@ class SttStage final : public Stage {
   bool busy() const override { return deferred_ || in_flight_.load(std::memory_order_acquire) > 0; }
 
   const SttOptions& options() const noexcept { return options_; }
-  const WhisperGreedySearch& search() const noexcept { return search_; }
-  // kFirst detection (the stt worker's side): a new sequence takes the stream's language once one
+  // The decoding of each attempt (one per fallback temperature; the first is the search).
+  const WhisperSearch& search(std::size_t attempt = 0) const noexcept { return searches_[attempt]; }
+  std::size_t attempts() const noexcept { return searches_.size(); }
+  // Decoder lanes a segment holds: the widest attempt's sequences.
+  int width() const noexcept { return width_; }
+  // kFirst detection (the stt worker's side): a new segment takes the stream's language once one
   // was detected; the first detection is kept. Any thread.
-  void adopt_language(WhisperSequence& seq) const noexcept;
-  void note_language(const WhisperSequence& seq) noexcept;
+  void adopt_language(WhisperBeamSearch& search) const noexcept;
+  void note_language(const WhisperBeamSearch& search) noexcept;
   // The stt worker's side (SttAdapter): a request's result is ready. False when the stream was
   // retired meanwhile (nobody reads it: the caller gives the slot back).
   bool deliver(SttRequest& r);
@@ -99,7 +108,8 @@ class SttStage final : public Stage {
 
   SttPool* const pool_;
   const SttOptions options_;
-  const WhisperGreedySearch search_;  // the stream's decoding options, shared by its requests
+  std::vector<WhisperSearch> searches_;  // the stream's decoding options, shared by its requests
+  int width_ = 1;
   // VAD worker only.
   std::uint64_t next_seq_ = 0;        // number of the next segment submitted
   std::uint64_t next_emit_ = 0;       // number of the next transcript to emit (they come in order)
@@ -128,8 +138,11 @@ struct SttRequest : PoolJob {
   std::vector<float> audio;            // capacity: 30 s at 16 kHz
   std::size_t num_samples = 0;
   int window_frames = 0;               // the encoder window it is (to be) encoded in
-  int lane = -1;                       // its decoder lane, while encoded
-  std::optional<WhisperSequence> sequence;  // its decoding, while in the decoder
+  std::vector<int> lanes;              // its decoder lanes while encoded (capacity: max_width)
+  std::optional<WhisperBeamSearch> search;  // its decoding, while in the decoder
+  std::size_t attempt = 0;             // the fallback temperature being decoded at
+  std::vector<WhisperAttempt> attempts;  // what the earlier temperatures gave
+  std::vector<Transcript> results;     // and their transcripts
   // The result, for the stream's VAD worker.
   Transcript transcript;
   bool failed = false;
@@ -147,6 +160,7 @@ class SttAdapter {
   int decode_key() const noexcept { return decode_key_; }
   int key_of_window(int frames) const noexcept;
   int max_positions() const { return decoder_.max_tokens(); }
+  int max_width() const noexcept { return max_width_; }
 
   std::int64_t prepare(SttRequest& r, std::size_t row);
   void run(int key, std::size_t rows);
@@ -160,7 +174,10 @@ class SttAdapter {
 
  private:
   std::int64_t prepare_encode(SttRequest& r, std::size_t row);
-  void finish(SttRequest& r);  // the result to the stream, the decoder lane and the load back
+  void finish(SttRequest& r);  // the result to the stream, the decoder lanes and the load back
+  // The segment's decoding ended: the next temperature, or the transcript. True to decode on.
+  bool conclude_attempt(SttRequest& r);
+  void release_lanes(SttRequest& r);
 
   const WhisperModel* model_;
   SttPool* pool_;
@@ -173,6 +190,9 @@ class SttAdapter {
   int fit_min_frames_;
   int fit_granularity_;
   int decode_key_;
+  int max_width_;
+  std::size_t batch_lanes_ = 0;             // lanes of the decode batch being prepared
+  std::vector<std::span<float>> logits_;    // [max_width], a segment's live sequences
   std::vector<float> audio16k_;              // a segment at 16 kHz
   std::vector<float> mels_;                  // [max_batch, 80, full_frames]
   std::vector<const float*> mel_ptrs_;
@@ -194,6 +214,8 @@ class SttPool final : public ModelPool {
   std::size_t capacity() const noexcept { return slots_->capacity(); }
   // Positions a decoder lane holds: a stream's decoding options must fit (search.max_positions()).
   int max_positions() const noexcept { return max_positions_; }
+  // Sequences a segment may be decoded as (the model's "max_width" option): beam_size, best_of.
+  int max_width() const noexcept { return max_width_; }
 
   // VAD worker: queues the transcription of `audio` (model-rate samples of the segment
   // [start_s, end_s)) for `stage` of `stream`. False when every request slot is in use: the stream
@@ -218,6 +240,7 @@ class SttPool final : public ModelPool {
   std::unique_ptr<WhisperModel> model_;  // before the pool: its adapters use it
   std::unique_ptr<RequestSlots<SttRequest>> slots_;
   int max_positions_ = 0;
+  int max_width_ = 1;
   std::mutex waiting_mu_;
   std::deque<std::shared_ptr<StreamState>> waiting_;  // streams holding a segment for a slot
   BatchPool<SttAdapter> pool_;
