@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "brisvox/error.h"
+#include "models/stt/whisper/unicode_classes.h"
 
 namespace brisvox {
 namespace {
@@ -103,6 +106,167 @@ bool base64_decode(std::string_view in, std::string& out) {
   return true;
 }
 
+// One code point of the text to encode: where its bytes start, and its class in GPT-2's pattern.
+struct CodePoint {
+  std::size_t offset;
+  char32_t cp;
+  whisper_detail::CharClass cls;
+};
+
+// Strict UTF-8 (Unicode Table 3-7: no overlong forms, surrogates or values above U+10FFFF): the
+// code point at s[i], advancing i; false for an ill-formed sequence.
+bool next_code_point_strict(std::string_view s, std::size_t& i, char32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) {
+    cp = b0;
+    ++i;
+    return true;
+  }
+  std::size_t len = 0;
+  unsigned char lo = 0x80;  // the allowed range of the second byte
+  unsigned char hi = 0xbf;
+  if (b0 >= 0xc2 && b0 <= 0xdf) len = 2;
+  else if (b0 == 0xe0) { len = 3; lo = 0xa0; }
+  else if ((b0 >= 0xe1 && b0 <= 0xec) || b0 == 0xee || b0 == 0xef) len = 3;
+  else if (b0 == 0xed) { len = 3; hi = 0x9f; }
+  else if (b0 == 0xf0) { len = 4; lo = 0x90; }
+  else if (b0 >= 0xf1 && b0 <= 0xf3) len = 4;
+  else if (b0 == 0xf4) { len = 4; hi = 0x8f; }
+  if (len == 0 || i + len > s.size()) return false;
+  cp = static_cast<char32_t>(b0 & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07));
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) return false;
+    cp = (cp << 6) | static_cast<char32_t>(b & 0x3f);
+  }
+  i += len;
+  return true;
+}
+
+std::vector<CodePoint> code_points(std::string_view text) {
+  std::vector<CodePoint> out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t offset = i;
+    char32_t cp = 0;
+    if (!next_code_point_strict(text, i, cp)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("text to encode is not valid UTF-8: an ill-formed sequence at offset {} (byte 0x{:02x})",
+                              offset, static_cast<unsigned char>(text[offset])));
+    }
+    out.push_back({offset, cp, whisper_detail::char_class(cp)});
+  }
+  return out;
+}
+
+// GPT-2's contractions 's 't 're 've 'm 'll 'd (ASCII, lower case only): their length at s[i],
+// or 0.
+std::size_t contraction_length(const std::vector<CodePoint>& s, std::size_t i) {
+  if (s[i].cp != U'\'' || i + 1 >= s.size()) return 0;
+  const char32_t c1 = s[i + 1].cp;
+  if (c1 == U's' || c1 == U't' || c1 == U'm' || c1 == U'd') return 2;
+  if (i + 2 >= s.size()) return 0;
+  const char32_t c2 = s[i + 2].cp;
+  if ((c1 == U'r' && c2 == U'e') || (c1 == U'v' && c2 == U'e') || (c1 == U'l' && c2 == U'l')) return 3;
+  return 0;
+}
+
+// Where the piece that starts at s[i] ends: the first alternative of GPT-2's pattern
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// that matches there, as a backtracking regex engine tries them. Every code point is a letter, a
+// number, whitespace or other, so some alternative always matches and the pieces tile the text.
+std::size_t piece_end(const std::vector<CodePoint>& s, std::size_t i) {
+  using whisper_detail::CharClass;
+  if (const std::size_t n = contraction_length(s, i); n > 0) return i + n;
+  // " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+": one optional ASCII space, then a run of one
+  // class; a space followed by whitespace (or nothing) belongs to the whitespace alternatives.
+  std::size_t k = i;
+  if (s[k].cp == U' ' && k + 1 < s.size() && s[k + 1].cls != CharClass::kSpace) ++k;
+  if (s[k].cls != CharClass::kSpace) {
+    std::size_t j = k + 1;
+    while (j < s.size() && s[j].cls == s[k].cls) ++j;
+    return j;
+  }
+  std::size_t j = i + 1;
+  while (j < s.size() && s[j].cls == CharClass::kSpace) ++j;
+  // "\s+(?!\S)": the run up to the end of the text, or all but its last character, which is then
+  // left to a following " word" (so "a   b" splits "a", "  ", " b"). A single whitespace
+  // character before a non-space is "\s+".
+  if (j < s.size() && j - i >= 2) return j - 1;
+  return j;
+}
+
+// A candidate merge of byte-pair encoding: the part starting at `left` with its right neighbour,
+// which ends at `end`; `rank` is the id of the joined bytes.
+struct Merge {
+  int rank;
+  std::uint32_t left;
+  std::uint32_t end;
+  // std::push_heap keeps the greatest on top: the lowest rank, then the leftmost, is "greatest".
+  bool operator<(const Merge& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+};
+
+// Buffers of byte_pair_merge, reused across the pieces of one text.
+struct BpeScratch {
+  std::vector<std::uint32_t> end;   // end[i]: where the part starting at byte i ends; 0 once merged away
+  std::vector<std::uint32_t> prev;  // prev[i]: the start of the part before it (for the first: itself)
+  std::vector<Merge> heap;
+};
+
+// tiktoken's _byte_pair_merge on one piece: starting from single bytes, join the adjacent pair
+// whose concatenation is the regular token with the lowest id (its rank), the leftmost of equal
+// ranks, until no adjacent pair joins into a token; appends the parts' ids. A heap of candidate
+// merges (stale ones skipped when popped) instead of tiktoken's rescans keeps a long piece (a run
+// of digits or symbols) O(n log n) rather than O(n^2). `id_of(bytes)` is the regular token or -1.
+template <typename IdOf>
+void byte_pair_merge(std::string_view piece, const IdOf& id_of, BpeScratch& scratch, std::vector<int>& out) {
+  const auto n = static_cast<std::uint32_t>(piece.size());
+  auto& end = scratch.end;
+  auto& prev = scratch.prev;
+  auto& heap = scratch.heap;
+  end.resize(n);
+  prev.resize(n);
+  heap.clear();
+  const auto consider = [&](std::uint32_t left) {
+    const std::uint32_t right = end[left];
+    if (right >= n) return;
+    const int rank = id_of(piece.substr(left, end[right] - left));
+    if (rank < 0) return;
+    heap.push_back({rank, left, end[right]});
+    std::push_heap(heap.begin(), heap.end());
+  };
+  for (std::uint32_t i = 0; i < n; ++i) {
+    end[i] = i + 1;
+    prev[i] = i == 0 ? 0 : i - 1;
+  }
+  for (std::uint32_t i = 0; i + 1 < n; ++i) consider(i);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const Merge m = heap.back();
+    heap.pop_back();
+    // Stale if either part has changed since: the pair's extent identifies it, as merging only
+    // removes boundaries.
+    const std::uint32_t right = end[m.left];
+    if (right == 0 || right >= n || end[right] != m.end) continue;
+    end[m.left] = m.end;
+    end[right] = 0;
+    if (m.end < n) prev[m.end] = m.left;
+    consider(m.left);
+    if (m.left > 0) consider(prev[m.left]);
+  }
+  for (std::uint32_t i = 0; i < n; i = end[i]) {
+    const int id = id_of(piece.substr(i, end[i] - i));
+    if (id < 0) {
+      // Only a single byte can be missing (merged parts are tokens): a vocabulary without
+      // GPT-2's 256 byte tokens, not Whisper's.
+      throw Error(ErrorCode::kBadModel, fmt::format("Whisper vocabulary has no token for byte 0x{:02x}",
+                                                    static_cast<unsigned char>(piece[i])));
+    }
+    out.push_back(id);
+  }
+}
+
 }  // namespace
 
 char32_t gpt2_byte_to_char(std::uint8_t b) { return byte_table().to_char[b]; }
@@ -194,7 +358,37 @@ WhisperVocabulary WhisperVocabulary::build(const std::vector<std::pair<int, std:
     if (by_id[i] != nullptr) v.blob_ += *by_id[i];
     v.offsets_.push_back(static_cast<std::uint32_t>(v.blob_.size()));
   }
+  v.index_regular_tokens();
   return v;
+}
+
+void WhisperVocabulary::index_regular_tokens() {
+  // Specials start at "<|endoftext|>" (50256 in tiny.en, 50257 multilingual); a vocabulary
+  // without it (sherpa-onnx's tokens.txt lists only text tokens) is all regular.
+  const int eot = find("<|endoftext|>");
+  const std::size_t count = eot < 0 ? size() : static_cast<std::size_t>(eot);
+  std::size_t slots = 16;
+  while (slots < 2 * count) slots *= 2;
+  const std::size_t mask = slots - 1;
+  by_bytes_.assign(slots, -1);
+  for (std::size_t id = 0; id < count; ++id) {
+    const std::string_view b = bytes(static_cast<int>(id));
+    // An id without bytes (multilingual Whisper's 50256, or one a file skips) is never produced.
+    if (b.empty()) continue;
+    std::size_t slot = std::hash<std::string_view>{}(b) & mask;
+    // The same bytes under two ids: the lower id is the token, as its rank is lower.
+    while (by_bytes_[slot] >= 0 && bytes(by_bytes_[slot]) != b) slot = (slot + 1) & mask;
+    if (by_bytes_[slot] < 0) by_bytes_[slot] = static_cast<int>(id);
+  }
+}
+
+int WhisperVocabulary::regular_id(std::string_view b) const {
+  if (by_bytes_.empty()) return -1;
+  const std::size_t mask = by_bytes_.size() - 1;
+  for (std::size_t slot = std::hash<std::string_view>{}(b) & mask; by_bytes_[slot] >= 0; slot = (slot + 1) & mask) {
+    if (bytes(by_bytes_[slot]) == b) return by_bytes_[slot];
+  }
+  return -1;
 }
 
 WhisperVocabulary WhisperVocabulary::from_tokens(const std::vector<std::pair<int, std::string>>& tokens) {
@@ -344,6 +538,29 @@ std::string WhisperVocabulary::decode(std::span<const int> tokens, int text_end)
   std::string out;
   decode_append(tokens, text_end, out);
   return out;
+}
+
+std::vector<int> WhisperVocabulary::encode(std::string_view text) const {
+  const std::vector<CodePoint> cps = code_points(text);
+  const auto id_of = [this](std::string_view b) { return regular_id(b); };
+  std::vector<int> ids;
+  ids.reserve(text.size() / 3 + 1);  // English averages about four bytes a token
+  BpeScratch scratch;
+  for (std::size_t i = 0; i < cps.size();) {
+    const std::size_t j = piece_end(cps, i);
+    const std::size_t end = j < cps.size() ? cps[j].offset : text.size();
+    const std::string_view piece = text.substr(cps[i].offset, end - cps[i].offset);
+    // Most pieces are whole tokens (a word with its leading space). tiktoken returns those
+    // directly; merging would reach the same token (every regular token of both Whisper
+    // vocabularies merges back to itself, tools/whisper/make_token_goldens.py checks it), only slower.
+    if (const int whole = regular_id(piece); whole >= 0) {
+      ids.push_back(whole);
+    } else {
+      byte_pair_merge(piece, id_of, scratch, ids);
+    }
+    i = j;
+  }
+  return ids;
 }
 
 }  // namespace brisvox
