@@ -1,11 +1,15 @@
-// Byte-level BPE detokenisation: GPT-2's byte table, lossy UTF-8, the three vocabulary formats.
+// Byte-level BPE detokenisation: GPT-2's byte table, lossy UTF-8, the three vocabulary formats;
+// and encoding, against faster-whisper's tokenizer (tools/whisper/make_token_goldens.py).
 #include "brisvox/models/stt/whisper_vocabulary.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "brisvox/error.h"
 #include "stt_test_util.h"
@@ -141,6 +145,159 @@ TEST(WhisperVocabulary, RealFormatsAgreeOnEveryTextToken) {
   EXPECT_EQ(json.find("<|notimestamps|>"), 50362);
   // " Hello, world." from its tokens (GPT-2 ids).
   EXPECT_EQ(txt.decode(std::vector<int>{18435, 11, 995, 13, 50256}, 50256), " Hello, world.");
+  // And back, from each format: sherpa-onnx's file has no specials, the others stop at 50256.
+  for (const WhisperVocabulary* v : {&txt, &json, &sherpa}) {
+    EXPECT_EQ(v->encode(" Hello, world."), (std::vector<int>{18435, 11, 995, 13}));
+  }
+}
+
+// The real vocabularies, loaded once: brisvox model folder -> vocabulary.
+const WhisperVocabulary& real_vocabulary(const std::string& folder) {
+  static std::map<std::string, WhisperVocabulary> loaded;
+  auto it = loaded.find(folder);
+  if (it == loaded.end()) {
+    it = loaded.emplace(folder, WhisperVocabulary::from_vocabulary_txt(test::bundled_model(folder) + "/vocabulary.txt"))
+             .first;
+  }
+  return it->second;
+}
+
+// tests/data/stt/whisper_token_goldens.json: for tiny.en (GPT-2's vocabulary) and the multilingual
+// base, the ids faster-whisper 1.2.1's tokenizer gives ~140 texts (English, contractions, digits,
+// punctuation, whitespace of every kind, emoji, CJK, other scripts, Spanish, French, Italian and
+// Russian transcripts), every one required exactly; and the ids decode back to the text.
+TEST(WhisperVocabularyEncode, MatchesFasterWhisperOnEveryGolden) {
+  const nlohmann::json goldens = test::read_json_file(test::data_path("stt/whisper_token_goldens.json"));
+  std::size_t checked = 0;
+  for (const auto& [folder, model] : goldens["models"].items()) {
+    const WhisperVocabulary& v = real_vocabulary(folder);
+    const int eot = model["end_of_text"].get<int>();
+    ASSERT_EQ(v.find("<|endoftext|>"), eot) << folder;
+    for (const auto& g : model["goldens"]) {
+      const std::string text = g["text"].get<std::string>();
+      const std::vector<int> ids = v.encode(text);
+      EXPECT_EQ(ids, g["ids"].get<std::vector<int>>()) << folder << ": '" << text << "'";
+      EXPECT_EQ(v.decode(ids, eot), text) << folder;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 2u * 130u);
+}
+
+// Random text from a mix of scripts, digits, punctuation, whitespace and emoji: the ids are all
+// regular tokens and decode back to the text, on both vocabularies.
+TEST(WhisperVocabularyEncode, RoundTripsRandomText) {
+  static const std::vector<std::pair<char32_t, char32_t>> kRanges = {
+      {U'a', U'z'}, {U'A', U'Z'}, {U'0', U'9'}, {U' ', U'/'},        {U'\t', U'\r'},
+      {0xe0, 0xff}, {0x400, 0x44f}, {0x4e00, 0x4e80}, {0x1f600, 0x1f64f}, {0x2000, 0x200b}};
+  std::mt19937 rng(7);
+  for (const std::string folder : {"whisper-tiny.en", "whisper-base"}) {
+    const WhisperVocabulary& v = real_vocabulary(folder);
+    const int eot = v.find("<|endoftext|>");
+    for (int round = 0; round < 200; ++round) {
+      std::u32string cps;
+      const std::size_t length = rng() % 40;
+      for (std::size_t i = 0; i < length; ++i) {
+        // Mostly ASCII letters and spaces, as text is.
+        const auto& [lo, hi] = kRanges[rng() % 3 == 0 ? rng() % kRanges.size() : (rng() % 2 == 0 ? 0 : 3)];
+        cps.push_back(lo + static_cast<char32_t>(rng() % (hi - lo + 1)));
+      }
+      std::string text;
+      for (char32_t cp : cps) {
+        // UTF-8 by hand: the test should not depend on the encoder's own reader.
+        if (cp < 0x80) {
+          text += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          text += static_cast<char>(0xc0 | (cp >> 6));
+          text += static_cast<char>(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+          text += static_cast<char>(0xe0 | (cp >> 12));
+          text += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+          text += static_cast<char>(0x80 | (cp & 0x3f));
+        } else {
+          text += static_cast<char>(0xf0 | (cp >> 18));
+          text += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+          text += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+          text += static_cast<char>(0x80 | (cp & 0x3f));
+        }
+      }
+      const std::vector<int> ids = v.encode(text);
+      for (int id : ids) ASSERT_TRUE(id >= 0 && id < eot) << folder << ": " << id;
+      ASSERT_EQ(v.decode(ids, eot), text) << folder;
+    }
+  }
+}
+
+TEST(WhisperVocabularyEncode, RefusesInvalidUtf8) {
+  const WhisperVocabulary& v = real_vocabulary("whisper-tiny.en");
+  for (const std::string bad : {"\xFF", "abc\xC3", "\x80", "\xC0\x80", "\xE0\x80\x80", "\xED\xA0\x80",
+                                "\xF4\x90\x80\x80", "\xF0\x9F\x98", "ok \xE2\x82 then"}) {
+    try {
+      v.encode(bad);
+      ADD_FAILURE() << "no error for " << ::testing::PrintToString(bad);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(v.encode("").empty());
+}
+
+// Hugging Face gives the special's id for text that spells one; brisvox never produces specials,
+// so the characters are encoded as text (as tiktoken's encode_ordinary does).
+TEST(WhisperVocabularyEncode, EncodesTheSpellingOfASpecialTokenAsText) {
+  for (const std::string folder : {"whisper-tiny.en", "whisper-base"}) {
+    const WhisperVocabulary& v = real_vocabulary(folder);
+    const int eot = v.find("<|endoftext|>");
+    for (const std::string text : {"<|endoftext|>", " <|en|><|0.00|> hi"}) {
+      const std::vector<int> ids = v.encode(text);
+      EXPECT_GT(ids.size(), 3u);
+      for (int id : ids) EXPECT_LT(id, eot) << folder;
+      EXPECT_EQ(v.decode(ids, eot), text);
+    }
+  }
+}
+
+// The merging rule on a made-up vocabulary (ids are ranks): the pair joining into the lowest id
+// first, the leftmost of equals; a piece that is no token and a byte without one.
+TEST(WhisperVocabularyEncode, MergesTheLowestRankedPairFirst) {
+  const WhisperVocabulary v = WhisperVocabulary::from_tokens(
+      {{0, "a"}, {1, "b"}, {2, "c"}, {3, " "}, {4, "bc"}, {5, "ab"}, {6, "aa"}, {7, "aaa"}, {8, "<|endoftext|>"}});
+  EXPECT_EQ(v.encode("abc"), (std::vector<int>{0, 4}));         // "bc" (4) before "ab" (5)
+  EXPECT_EQ(v.encode("ab"), (std::vector<int>{5}));             // a whole token
+  EXPECT_EQ(v.encode("aaaa"), (std::vector<int>{6, 6}));        // leftmost "aa" first, then "aa": "aaa" never forms
+  EXPECT_EQ(v.encode("aaaaa"), (std::vector<int>{6, 7}));       // "aa" "a" "a" "a" -> "aa" "aa" "a" -> "aa" "aaa"
+  EXPECT_EQ(v.encode("cab ab"), (std::vector<int>{2, 5, 3, 5}));  // pieces "cab", " ab": no " ab" token
+  try {
+    v.encode("abz");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadModel);
+    EXPECT_NE(std::string(e.what()).find("0x7a"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(WhisperVocabulary().encode("a"), Error);
+}
+
+// The index is of ids, not addresses: a copy encodes as the original does. Concurrent callers
+// share the vocabulary.
+TEST(WhisperVocabularyEncode, CopiesAndThreadsEncodeAlike) {
+  const WhisperVocabulary& v = real_vocabulary("whisper-base");
+  const std::string text = " Por favor ingrese el numero de canal, 42 veces. Спасибо!";
+  const std::vector<int> expected = v.encode(text);
+  WhisperVocabulary copy = v;
+  const WhisperVocabulary moved = std::move(copy);
+  EXPECT_EQ(moved.encode(text), expected);
+  std::vector<std::thread> threads;
+  std::vector<int> same(4, 0);  // not vector<bool>: its elements share bytes
+  for (std::size_t t = 0; t < same.size(); ++t) {
+    threads.emplace_back([&, t] {
+      bool ok = true;
+      for (int i = 0; i < 200; ++i) ok = ok && v.encode(text) == expected;
+      same[t] = ok ? 1 : 0;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int ok : same) EXPECT_TRUE(ok);
 }
 
 }  // namespace
