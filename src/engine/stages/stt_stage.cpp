@@ -323,11 +323,16 @@ void SttPool::stop() {
 
 bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, double start_s, double end_s,
                      const AudioHistory::Range& audio) {
-  SttRequest* r = slots_->acquire();
-  if (r == nullptr) {
+  SttRequest* r = nullptr;
+  {
+    // Under the waiters' lock, so that a slot given back between a failed acquire and the wait
+    // cannot miss this stream (release() gives slots back under the same lock).
     std::lock_guard lock(waiting_mu_);
-    waiting_.push_back(stream.shared_from_this());
-    return false;
+    r = slots_->acquire();
+    if (r == nullptr) {
+      waiting_.push_back(stream.shared_from_this());
+      return false;
+    }
   }
   const std::size_t n = std::min(audio.first.size() + audio.second.size(), r->audio.size());
   const std::size_t n_first = std::min(audio.first.size(), n);
@@ -363,10 +368,10 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
 void SttPool::release(SttRequest* r) {
   r->stream.reset();
   r->stage = nullptr;
-  slots_->release(r);
   std::shared_ptr<StreamState> waiter;
   {
     std::lock_guard lock(waiting_mu_);
+    slots_->release(r);
     if (!waiting_.empty()) {
       waiter = std::move(waiting_.front());
       waiting_.pop_front();
