@@ -226,6 +226,61 @@ TEST(WhisperMultilingual, TheFallbackFiresWhereFasterWhispersDoes) {
   EXPECT_LT(fired, checked);
 }
 
+TEST(WhisperMultilingual, APromptAndHotwordsDecodeAsFasterWhispers) {
+  // faster-whisper's initial_prompt and hotwords (tests/data/stt/faster_whisper_base_prompted.json,
+  // make_goldens.py --multilingual --prompt ... --hotwords ...): every fourth prompt of the set,
+  // greedy, the language detected (on <|startoftranscript|> alone, as faster-whisper does). Each
+  // prompt is one window, so faster-whisper's first-window-only initial prompt is brisvox's.
+  const auto j = test::read_json_file(test::data_path("stt/faster_whisper_base_prompted.json"));
+  WhisperTranscribeOptions options;
+  options.decode.prompt = j["options"]["initial_prompt"];
+  options.decode.hotwords = j["options"]["hotwords"];
+  WhisperTranscriberConfig config;
+  config.max_batch = 1;
+  config.max_width = 1;
+  config.max_tokens = base().config().dims.n_text_ctx;  // room for the prompt
+  WhisperTranscriber transcriber(base(), config);
+  const std::vector<Golden> plain = goldens();
+  int identical = 0, changed = 0, checked = 0, same_language = 0;
+  const bool all_goldens = std::getenv("BRISVOX_STT_ALL_GOLDENS") != nullptr;
+  const auto& utterances = j["utterances"];
+  for (std::size_t i = 0; i < utterances.size(); i += all_goldens ? 1 : 2) {
+    const auto& u = utterances[i];
+    const Audio audio = load_audio(j["file_root"].get<std::string>() + "/" + u["file"].get<std::string>());
+    const WhisperTranscript t = transcriber.transcribe(audio.samples, audio.sample_rate_hz, options);
+    const std::string want = u["text"];
+    ++checked;
+    identical += t.text() == want;
+    same_language += t.language == u["language"].get<std::string>();
+    changed += golden(u["name"]).text != want;  // the prompt changed faster-whisper's own text
+    if (t.text() != want) {
+      std::printf("differs  %-40s brisvox '%s'\n         %-40s faster-whisper '%s'\n", u["name"].get<std::string>().c_str(),
+                  t.text().c_str(), "", want.c_str());
+    }
+  }
+  std::printf("prompted: identical text %d/%d, language %d/%d; the prompt changed faster-whisper's text on %d\n",
+              identical, checked, same_language, checked, changed);
+  EXPECT_GE(identical, 0.95 * checked);
+  EXPECT_EQ(same_language, checked);
+  EXPECT_GE(changed, 1) << "a prompt that changes nothing tests nothing";
+  // Too long, or with control characters: refused, saying why.
+  WhisperTranscribeOptions bad;
+  std::string words;
+  for (int k = 0; k < 300; ++k) words += " word";
+  bad.decode.prompt = words;
+  const Audio audio = load_audio(plain.front().path);
+  try {
+    transcriber.transcribe(audio.samples, audio.sample_rate_hz, bad);
+    ADD_FAILURE() << "a 300-word prompt was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("at most 223"), std::string::npos) << e.what();
+  }
+  bad.decode.prompt.clear();
+  bad.decode.hotwords = "Asterisk\x07";
+  EXPECT_THROW(transcriber.transcribe(audio.samples, audio.sample_rate_hz, bad), Error);
+}
+
 TEST(WhisperMultilingual, AGivenLanguageIsDecodedInWithProbabilityOne) {
   const Golden& g = golden(goldens()[static_cast<std::size_t>(goldens().size() / 2)].name);
   const Audio audio = load_audio(g.path);

@@ -36,6 +36,9 @@ backwards (every 60th file of the sorted directory, 12), speech-like sounds that
 of, so that the temperature fallback fires on some: each segment also records faster-whisper's
 first attempt alone (temperature 0 only: avg_logprob, compression_ratio, no_speech_prob).
 
+--prompt TEXT / --hotwords TEXT: faster-whisper's initial_prompt and hotwords (with --multilingual:
+every fourth of its prompts, 25).
+
 Per utterance the file records faster-whisper's segments (text, tokens, avg_logprob,
 no_speech_prob) and the reference transcript. A window that faster-whisper skips as no speech has
 no segment.
@@ -123,8 +126,14 @@ def main(argv=None):
                     help="greedy (beam 1, temperature 0) or faster-whisper's default beam search and fallback")
     ap.add_argument("--reversed", action="store_true",
                     help="English prompts played backwards, with the first attempt recorded (fallback tests)")
+    ap.add_argument("--prompt", help="faster-whisper's initial_prompt")
+    ap.add_argument("--hotwords", help="faster-whisper's hotwords")
     args = ap.parse_args(argv)
     options = dict(OPTIONS, language=None) if args.multilingual else dict(OPTIONS)
+    if args.prompt:
+        options["initial_prompt"] = args.prompt
+    if args.hotwords:
+        options["hotwords"] = args.hotwords
     if args.decoding == "faster-whisper":
         options.update(beam_size=5, best_of=5, patience=1.0, length_penalty=1.0,
                        temperature=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], compression_ratio_threshold=2.4,
@@ -140,6 +149,8 @@ def main(argv=None):
         items = [("reversed-en", f"{ASTERISK}/{f}", f"reversed/{f[:-4]}", "") for f in files]
     elif args.multilingual:
         items = multilingual_items()
+        if args.prompt or args.hotwords:
+            items = items[::4]
     else:
         items = [("asterisk", f"{ASTERISK}/{k}.wav", f"asterisk/{k}", t) for k, t in asterisk_prompts()[::EVERY]]
         items += [("librivox", f"{LIBRIVOX}/{k}.wav", f"librivox/{k}", t) for k, t in librivox_clips()]

@@ -57,6 +57,8 @@ class WhisperBeamSearch {
 
   // The prompt's sequence (slot 0): language, no-speech probability.
   const WhisperSequence& first() const { return live_.front(); }
+  // As WhisperSequence::rewind: lane 0 must go back to position 0 before the next step.
+  bool rewind() const { return width_ == 1 && live_.front().rewind(); }
   // As WhisperSequence::set_language, while in the prompt.
   void set_language(int token, float probability) { live_.front().set_language(token, probability); }
 

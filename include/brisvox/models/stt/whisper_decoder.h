@@ -96,6 +96,10 @@ class WhisperDecoder {
   // copy (only kBrisvox can).
   void copy(int from, int to, bool audio);
 
+  // Back to position 0 (the tokens fed so far forgotten, the audio kept): a language detected on
+  // <|startoftranscript|> alone before a prompt (WhisperSequence::rewind).
+  void rewind(int lane);
+
   bool busy(int lane) const;
   int busy_count() const;
   int active_end() const;       // one past the highest busy lane (0 when none)

@@ -28,6 +28,10 @@ struct WhisperFallbackOptions {
   std::vector<WhisperDecodeOptions> attempts(const WhisperDecodeOptions& decode) const;
 };
 
+// Temperatures written as a comma-separated list ("0,0.2,0.4"), each 0 to 10.
+// Error(kInvalidArgument) quoting the list otherwise.
+std::vector<float> parse_temperatures(std::string_view list);
+
 // faster-whisper 1.2.1's transcribe defaults for decoding: beam_size 5, best_of 5, patience 1,
 // length_penalty 1, temperatures 0, 0.2, ..., 1.0, compression ratio 2.4, log-prob -1.0,
 // no-speech 0.6. The rest of `decode` (language, task, timestamps, suppression) is kept.

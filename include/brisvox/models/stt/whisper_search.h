@@ -5,7 +5,8 @@
 // decode one segment as several sequences, are in whisper_beam.h on top of this.
 //
 // Per sequence (WhisperSequence), step by step:
-//   1. The prompt is fed one token per step: <|startoftranscript|>, then for multilingual models
+//   1. The prompt is fed one token per step: with a prompt or hotwords (faster-whisper's
+//      get_prompt) first <|startofprev|> and their tokens, then <|startoftranscript|>, then for multilingual models
 //      the language and the task token, then <|notimestamps|> unless timestamps are on. The
 //      logits after <|startoftranscript|> give the no-speech probability: softmax over the raw
 //      logits at <|nospeech|> (<|nocaptions|>), as Whisper computes it. When no language is
@@ -44,6 +45,8 @@
 #include "brisvox/models/stt/whisper_config.h"
 
 namespace brisvox {
+
+class WhisperVocabulary;
 
 enum class WhisperTask { kTranscribe, kTranslate };
 
@@ -84,6 +87,15 @@ struct WhisperDecodeOptions {
   // default 1: the mean). 0 ranks by the sum.
   float length_penalty = 1.0f;
 
+  // faster-whisper's initial_prompt: text the speech is taken to follow (names, spellings, a
+  // style), and its hotwords: words likely to be said. Both go before <|startoftranscript|>,
+  // after <|startofprev|> (hotwords first), each encoded as " " + the text stripped; at most 223
+  // tokens each, no control characters but tab and newline. Every window (segment) gets them:
+  // brisvox decodes each on its own, as faster-whisper does with condition_on_previous_text off,
+  // except that faster-whisper gives the initial prompt to the first window only.
+  std::string prompt;
+  std::string hotwords;
+
   // Sequences a segment is decoded as: beam_size at temperature 0, best_of above it.
   int width() const { return temperature > 0.0f ? best_of : beam_size; }
 };
@@ -93,8 +105,10 @@ class WhisperSearch {
   // Throws Error(kInvalidArgument) for an unknown language (listing the model's codes), a
   // language other than "en" for an English-only model, a token id outside the vocabulary, a
   // max_new_tokens that the model's n_text_ctx cannot hold, or a temperature, beam size, best_of,
-  // patience or length penalty out of range.
-  WhisperSearch(const WhisperConfig& config, const WhisperDecodeOptions& options);
+  // patience or length penalty out of range, a prompt or hotwords too long or holding control
+  // characters (or given without `vocabulary`, which encodes them).
+  WhisperSearch(const WhisperConfig& config, const WhisperDecodeOptions& options,
+                const WhisperVocabulary* vocabulary = nullptr);
 
   const WhisperConfig& config() const { return config_; }
   const WhisperDecodeOptions& options() const { return options_; }
@@ -108,6 +122,8 @@ class WhisperSearch {
 
  private:
   friend class WhisperSequence;
+  void add_context(const WhisperVocabulary* vocabulary);  // <|startofprev|>, hotwords, prompt
+
   WhisperConfig config_;
   WhisperDecodeOptions options_;
   std::vector<int> prompt_;
@@ -117,6 +133,8 @@ class WhisperSearch {
   int max_initial_timestamp_ = 0;    // last timestamp id allowed first
   bool detect_ = false;              // prompt_[1] is a placeholder: the sequence detects it
   int language_ = -1;                // the given language's token (-1: English-only or detect_)
+  int sot_index_ = 0;                // where <|startoftranscript|> is in prompt_
+  int language_index_ = -1;          // where the language token is (-1: English-only)
 };
 
 class WhisperSequence {
@@ -132,6 +150,10 @@ class WhisperSequence {
   int next_token() const { return next_; }
   // Tokens fed so far (the decoder position of the next step).
   int position() const { return position_; }
+  // The last step was a language detection on <|startoftranscript|> alone (a prompt or hotwords
+  // come before it): the lane must go back to position 0 (WhisperDecoder::rewind) before the next
+  // step, which starts the prompt.
+  bool rewind() const { return rewind_; }
 
   // The language decoded in: the given one, or once the first step is consumed the detected
   // one. English-only models: "en". Empty while still to be detected.
@@ -188,6 +210,8 @@ class WhisperSequence {
   const WhisperSearch* search_;
   std::vector<int> tokens_;  // capacity max_new_tokens
   int prompt_index_ = 0;     // index of next_ in the prompt while in it
+  bool detect_step_ = false; // next_ is <|startoftranscript|> fed to detect the language alone
+  bool rewind_ = false;
   int next_ = 0;
   int position_ = 0;
   bool done_ = false;

@@ -91,6 +91,9 @@ struct WhisperTranscriberConfig {
   // Sequences a window may be decoded as (beam_size, best_of): the decoder has max(max_batch,
   // max_width) lanes, and a batch holds as many windows as their sequences fit.
   int max_width = 5;
+  // Positions a decoder lane holds (WhisperDecoderConfig::max_tokens): 0, the default 228, fits
+  // no prompt; a prompt or hotwords need n_text_ctx (448). The one-shot transcribe() sizes it.
+  int max_tokens = 0;
 };
 
 class WhisperTranscriber {

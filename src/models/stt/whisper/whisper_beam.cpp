@@ -11,7 +11,7 @@
 
 namespace brisvox {
 namespace {
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kNoLogit = -std::numeric_limits<float>::infinity();
 }  // namespace
 
 WhisperBeamSearch::WhisperBeamSearch(const WhisperSearch& search) : search_(&search) {
@@ -102,7 +102,7 @@ void WhisperBeamSearch::beam_step(std::span<const std::span<float>> logits, bool
     const std::span<float> x = logits[static_cast<std::size_t>(s)];
     if (!first_step) seq.advance(x);
     seq.mask(x);
-    float max = kNegInf;
+    float max = kNoLogit;
     for (float v : x) max = std::max(max, v);
     if (!std::isfinite(max)) {
       throw Error(ErrorCode::kRuntime, "Whisper decoder produced no finite logit for an allowed token (a broken model?)");
@@ -111,7 +111,7 @@ void WhisperBeamSearch::beam_step(std::span<const std::span<float>> logits, bool
     const float shift = max + static_cast<float>(std::log(whisper_detail::sum_exp_below(x, max)));
     const auto base = static_cast<float>(seq.sum_logprob_);
     for (std::size_t v = 0; v < x.size(); ++v) {
-      if (!(x[v] > kNegInf)) continue;
+      if (!(x[v] > kNoLogit)) continue;
       const float score = base + (x[v] - shift);
       if (candidates_.size() == n_candidates && !(score > candidates_.back().score)) continue;
       // After every candidate at least as good: an earlier (slot, token) wins a tie.

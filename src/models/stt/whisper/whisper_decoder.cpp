@@ -136,6 +136,12 @@ void WhisperDecoder::copy(int from, int to, bool audio) {
   b.audio_positions[t] = b.audio_positions[f];
 }
 
+void WhisperDecoder::rewind(int lane) {
+  Backend& b = *backend_;
+  check_busy(b, lane, "rewind");
+  b.positions[static_cast<std::size_t>(lane)] = 0;
+}
+
 bool WhisperDecoder::busy(int lane) const {
   return lane >= 0 && lane < backend_->max_lanes && backend_->busy[static_cast<std::size_t>(lane)];
 }

@@ -1,8 +1,10 @@
 #include "brisvox/models/stt/whisper_fallback.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "brisvox/error.h"
@@ -10,7 +12,7 @@
 namespace brisvox {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
 }  // namespace
 
@@ -36,6 +38,31 @@ std::vector<WhisperDecodeOptions> WhisperFallbackOptions::attempts(const Whisper
   return out;
 }
 
+std::vector<float> parse_temperatures(std::string_view list) {
+  std::vector<float> out;
+  std::size_t at = 0;
+  while (at <= list.size() && out.size() <= 64) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item(list.substr(at, comma - at));
+    std::size_t used = 0;
+    float t = -1.0f;
+    try {
+      t = std::stof(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !(t >= 0.0f && t <= 10.0f)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("temperatures are numbers 0 to 10 separated by commas (e.g. 0,0.2,0.4), got '{}'",
+                              list.substr(0, 80)));
+    }
+    out.push_back(t);
+    at = comma + 1;
+  }
+  if (out.size() > 64) throw Error(ErrorCode::kInvalidArgument, "at most 64 temperatures");
+  return out;
+}
+
 void use_faster_whisper_decoding(WhisperDecodeOptions& decode, WhisperFallbackOptions& fallback) {
   decode.beam_size = 5;
   decode.best_of = 5;
@@ -48,8 +75,8 @@ void use_faster_whisper_decoding(WhisperDecodeOptions& decode, WhisperFallbackOp
 }
 
 double whisper_compression_ratio(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  while (!text.empty() && ascii_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && ascii_space(text.back())) text.remove_suffix(1);
   if (text.empty()) return 0.0;
   // Python's zlib.compress(data): level -1 (6), a zlib stream with its header and checksum.
   uLongf size = compressBound(static_cast<uLong>(text.size()));

@@ -9,10 +9,19 @@
 #include <string_view>
 
 #include "brisvox/error.h"
+#include "brisvox/models/stt/whisper_vocabulary.h"
 #include "models/stt/whisper/softmax_sum.h"
 
 namespace brisvox {
 namespace {
+
+// Python's str.strip() for ASCII whitespace (what a prompt is cut of before encoding).
+std::string_view strip_ascii_space(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr double kTimestampSeconds = 0.02;  // one timestamp token
@@ -28,10 +37,45 @@ void suppress_range(std::span<float> logits, int begin, int end) {
 
 }  // namespace
 
-WhisperSearch::WhisperSearch(const WhisperConfig& config, const WhisperDecodeOptions& options)
+void WhisperSearch::add_context(const WhisperVocabulary* vocabulary) {
+  if (options_.prompt.empty() && options_.hotwords.empty()) return;
+  if (vocabulary == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, "Whisper: a prompt or hotwords need the model's vocabulary to be encoded");
+  }
+  // faster-whisper's get_prompt: <|startofprev|>, the hotwords, then the previous text (here the
+  // initial prompt), each encoded as " " + text.strip().
+  const int limit = config_.dims.n_text_ctx / 2 - 1;  // 223: faster-whisper's cap on each part
+  prompt_.push_back(config_.tokens.sot_prev);
+  for (const auto& [what, text] : {std::pair<const char*, const std::string*>{"hotwords", &options_.hotwords},
+                                   std::pair<const char*, const std::string*>{"prompt", &options_.prompt}}) {
+    const std::string_view stripped = strip_ascii_space(*text);
+    if (stripped.empty()) continue;
+    for (std::size_t i = 0; i < stripped.size(); ++i) {
+      const auto c = static_cast<unsigned char>(stripped[i]);
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("Whisper: the {} hold a control character (byte 0x{:02x} at {}): give plain text", what,
+                                c, i));
+      }
+    }
+    const std::vector<int> ids = vocabulary->encode(" " + std::string(stripped));
+    if (static_cast<int>(ids.size()) > limit) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("Whisper: the {} are {} tokens long; Whisper takes at most {} (about {} words): shorten "
+                              "them",
+                              what, ids.size(), limit, limit * 3 / 4));
+    }
+    prompt_.insert(prompt_.end(), ids.begin(), ids.end());
+  }
+}
+
+WhisperSearch::WhisperSearch(const WhisperConfig& config, const WhisperDecodeOptions& options,
+                             const WhisperVocabulary* vocabulary)
     : config_(config), options_(options) {
   const WhisperSpecialTokens& t = config_.tokens;
   const int n_vocab = config_.dims.n_vocab;
+  add_context(vocabulary);
+  sot_index_ = static_cast<int>(prompt_.size());
   prompt_.push_back(t.sot);
   if (options_.language == "auto") options_.language.clear();
   if (config_.multilingual) {
@@ -41,6 +85,7 @@ WhisperSearch::WhisperSearch(const WhisperConfig& config, const WhisperDecodeOpt
                     "Whisper: this multilingual model lists no language tokens, so a language must be given");
       }
       detect_ = true;
+      language_index_ = static_cast<int>(prompt_.size());
       prompt_.push_back(config_.languages.front().token);  // replaced by each sequence's detection
     } else {
       language_ = config_.language_token(options_.language);
@@ -50,6 +95,7 @@ WhisperSearch::WhisperSearch(const WhisperConfig& config, const WhisperDecodeOpt
         throw Error(ErrorCode::kInvalidArgument,
                     fmt::format("Whisper: unknown language '{}' (the model has: {})", options_.language, codes));
       }
+      language_index_ = static_cast<int>(prompt_.size());
       prompt_.push_back(language_);
     }
     prompt_.push_back(options_.task == WhisperTask::kTranslate ? t.translate : t.transcribe);
@@ -88,6 +134,12 @@ WhisperSearch::WhisperSearch(const WhisperConfig& config, const WhisperDecodeOpt
   const int n_ctx = config_.dims.n_text_ctx;
   if (options_.max_new_tokens < 0) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper: max_new_tokens is {}", options_.max_new_tokens));
+  }
+  if (prompt_len >= n_ctx) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper: the prompt and hotwords make a prompt of {} tokens, the model has {} positions: "
+                            "shorten them",
+                            prompt_len, n_ctx));
   }
   if (options_.max_new_tokens == 0) {
     // CTranslate2's Whisper generate: min(max_length / 2, max_length - start_step), max_length =
@@ -152,17 +204,29 @@ void WhisperSequence::set_language(int token, float probability) {
   const bool known = std::any_of(config.languages.begin(), config.languages.end(),
                                  [&](const WhisperLanguage& l) { return l.token == token; });
   if (!known) throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper: token {} is not a language", token));
-  if (prompt_index_ > 1) throw Error(ErrorCode::kClosed, "Whisper: the sequence's language was already fed");
+  if (prompt_index_ > search_->language_index_) {
+    throw Error(ErrorCode::kClosed, "Whisper: the sequence's language was already fed");
+  }
   language_token_ = token;
   language_probability_ = probability;
   language_probs_.clear();
-  if (prompt_index_ == 1) next_ = token;
+  if (prompt_index_ == search_->language_index_) next_ = token;
+  if (detect_step_) {  // no detection of its own now
+    detect_step_ = false;
+    next_ = search_->prompt_.front();
+  }
 }
 
 void WhisperSequence::reset() {
   tokens_.clear();
   prompt_index_ = 0;
   next_ = search_->prompt_.front();
+  // With a context before <|startoftranscript|>, the language is detected on <|startoftranscript|>
+  // alone first, as faster-whisper detects it (its detect_language sees no prompt); the lane then
+  // rewinds to position 0 for the prompt.
+  detect_step_ = search_->detect_ && search_->sot_index_ > 0;
+  if (detect_step_) next_ = search_->config_.tokens.sot;
+  rewind_ = false;
   position_ = 0;
   done_ = false;
   hit_limit_ = false;
@@ -197,8 +261,17 @@ bool WhisperSequence::advance(std::span<const float> logits) {
   }
   const auto& prompt = search_->prompt_;
   ++position_;
+  rewind_ = false;
+  if (detect_step_) {
+    detect_language(logits);
+    detect_step_ = false;
+    rewind_ = true;
+    position_ = 0;
+    next_ = prompt.front();
+    return true;
+  }
   if (prompt_index_ < static_cast<int>(prompt.size())) {
-    if (next_ == config.tokens.sot) {
+    if (prompt_index_ == search_->sot_index_) {
       // Whisper's no-speech probability: softmax of the raw logits after <|startoftranscript|>.
       float max = kNegInf;
       for (float x : logits) max = std::max(max, x);
@@ -208,7 +281,7 @@ bool WhisperSequence::advance(std::span<const float> logits) {
       if (search_->detect_ && language_token_ < 0) detect_language(logits);
     }
     if (++prompt_index_ < static_cast<int>(prompt.size())) {
-      next_ = prompt_index_ == 1 && config.multilingual ? language_token_ : prompt[static_cast<std::size_t>(prompt_index_)];
+      next_ = prompt_index_ == search_->language_index_ ? language_token_ : prompt[static_cast<std::size_t>(prompt_index_)];
       return true;
     }
   }
@@ -353,6 +426,8 @@ void WhisperSequence::extend(const WhisperSequence& parent, int token, double su
   tokens_.assign(parent.tokens_.begin(), parent.tokens_.end());  // within the reserved capacity
   prompt_index_ = parent.prompt_index_;
   position_ = parent.position_;
+  detect_step_ = false;
+  rewind_ = false;
   done_ = false;
   hit_limit_ = false;
   no_speech_prob_ = parent.no_speech_prob_;

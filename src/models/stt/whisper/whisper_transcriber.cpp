@@ -31,7 +31,7 @@ struct WhisperTranscriber::Impl {
       : model(m),
         max_batch(config.max_batch),
         encoder(m, WhisperEncoderConfig{config.max_batch, WhisperFeatures::kDefaultFitGranularityFrames, config.session}),
-        decoder(m, WhisperDecoderConfig{std::max(config.max_batch, config.max_width), 0, 0, config.session}) {}
+        decoder(m, WhisperDecoderConfig{std::max(config.max_batch, config.max_width), config.max_tokens, 0, config.session}) {}
 };
 
 WhisperTranscriber::WhisperTranscriber(const WhisperModel& model, const WhisperTranscriberConfig& config) {
@@ -85,7 +85,9 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
   }
   // One search per temperature, built (and checked) before any work.
   std::vector<WhisperSearch> searches;
-  for (const WhisperDecodeOptions& d : options.fallback.attempts(options.decode)) searches.emplace_back(m.model.config(), d);
+  for (const WhisperDecodeOptions& d : options.fallback.attempts(options.decode)) {
+    searches.emplace_back(m.model.config(), d, &m.model.vocabulary());
+  }
   const WhisperSearch& search = searches.front();
   constexpr int kGranularity = WhisperFeatures::kDefaultFitGranularityFrames;
   if (options.fit_min_frames < 0 || options.fit_min_frames % kGranularity != 0) {
@@ -94,7 +96,8 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
   }
   if (search.max_positions() > m.decoder.max_tokens()) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("Whisper: a prompt of {} and max_new_tokens {} need {} cache positions, the decoder has {}",
+                fmt::format("Whisper: a prompt of {} and max_new_tokens {} need {} cache positions, the decoder has {} "
+                            "(WhisperTranscriberConfig::max_tokens)",
                             search.prompt().size(), search.max_new_tokens(), search.max_positions(),
                             m.decoder.max_tokens()));
   }
@@ -217,6 +220,7 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         for (const WhisperLaneCopy& c : d.search->copies()) {
           m.decoder.copy(d.lanes[static_cast<std::size_t>(c.from)], d.lanes[static_cast<std::size_t>(c.to)], c.audio);
         }
+        if (d.search->rewind()) m.decoder.rewind(d.lanes.front());
       }
       if (share_language && first_language < 0) {
         // The start step was consumed (every window detected): window 0's language for all.
@@ -298,6 +302,7 @@ WhisperTranscript transcribe(const WhisperModel& model, std::span<const float> a
   WhisperTranscriberConfig config;
   config.max_batch = 1;
   config.max_width = options.fallback.max_width(options.decode);
+  if (!options.decode.prompt.empty() || !options.decode.hotwords.empty()) config.max_tokens = model.config().dims.n_text_ctx;
   WhisperTranscriber transcriber(model, config);
   return transcriber.transcribe(audio, sample_rate_hz, options);
 }
