@@ -100,23 +100,26 @@ _engines_lock = _threading.Lock()
 
 def shared_engine(vad_model: str = "v6", turn_model: "str | None" = None, vad_gather_wait_us: int = -1,
                   stt_model: "str | None" = None, voice: "str | None" = None,
-                  admission_control: bool = True) -> Engine:
+                  admission_control: bool = True, stt_max_width: int = 1, stt_prompt_tokens: int = 0) -> Engine:
     """The process-wide Engine for these models and gather wait, created on first use (thread-safe).
 
     Every caller asking for the same settings gets the same engine, so that all the streams of a
     process share its workers and batches (the Pipecat analyzers and brisvox.livekit use it).
     vad_gather_wait_us: Engine's (-1: its default); stt_model and voice: Engine's (None: none);
     admission_control: Engine's (False for audio that is not real time: whole files, finished
-    segments, which go in faster than real time and would count as queue delay).
+    segments, which go in faster than real time and would count as queue delay); stt_max_width,
+    stt_prompt_tokens: Engine's (room for beam search and prompts).
     For other settings, make an Engine of your own.
     """
-    key = (vad_model, turn_model, vad_gather_wait_us, stt_model, voice, admission_control)
+    key = (vad_model, turn_model, vad_gather_wait_us, stt_model, voice, admission_control, stt_max_width,
+           stt_prompt_tokens)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
             engine = _engines[key] = Engine(vad_model=vad_model, turn_model=turn_model,
                                             vad_gather_wait_us=vad_gather_wait_us, stt_model=stt_model,
-                                            voice=voice, admission_control=admission_control)
+                                            voice=voice, admission_control=admission_control,
+                                            stt_max_width=stt_max_width, stt_prompt_tokens=stt_prompt_tokens)
         return engine
 
 
@@ -142,12 +145,17 @@ def transcribe(path: "str | _os.PathLike[str]", *, stt_model: str = "tiny.en", v
      "segments": [{"start": s, "end": s, "text": "..."}, ...]}
     The segments are the VAD's (at most 30 s each), each transcribed by Whisper on its own. params:
     language (a multilingual model detects it without one), language_detection ('first': the first
-    segment's for the file, or 'each'), window ('full' or 'fit') and the segmenter options of
+    segment's for the file, or 'each'), window ('full' or 'fit'), decoding options (decoding
+    'greedy' or 'faster-whisper', beam_size, best_of, temperatures, prompt, hotwords) and the segmenter options of
     Engine.open_stream (threshold, min_speech_ms, ...). stt_model: 'tiny.en', 'base' or a converted Whisper
     folder (docs/MODELS.md). Runs on shared_engine(vad_model, stt_model=stt_model,
     admission_control=False), as `brisvox transcribe` runs its engine.
     """
-    engine = shared_engine(vad_model, stt_model=stt_model, admission_control=False)
+    width = max(5 if params.get("decoding") == "faster-whisper" else 1, int(params.get("beam_size", 1)),
+                int(params.get("best_of", 1)))
+    prompt_tokens = 446 if params.get("prompt") or params.get("hotwords") else 0
+    engine = shared_engine(vad_model, stt_model=stt_model, admission_control=False, stt_max_width=width,
+                           stt_prompt_tokens=prompt_tokens)
     return _json.loads(_transcribe_file(engine, _os.fspath(path), **params))
 
 

@@ -192,6 +192,12 @@ class _StreamOptions(TypedDict, total=False):
     language: str  # "": detected by a multilingual model ("auto" too); English-only models: "en"
     language_detection: Literal["first", "each"]  # "first"
     window: Literal["full", "fit"]  # "full"
+    prompt: str  # "": faster-whisper's initial_prompt, given to every segment (Engine stt_prompt_tokens)
+    hotwords: str  # "": faster-whisper's hotwords
+    decoding: Literal["greedy", "faster-whisper"]  # "greedy"; "faster-whisper": beam 5 + the fallback
+    beam_size: int  # 1 (at most Engine's stt_max_width)
+    best_of: int  # 1
+    temperatures: list[float]  # [0.0]: no fallback
 
 class _CallOptions(_StreamOptions, total=False):
     """Engine.open_call's keyword options: the stream's for the caller, then these."""
@@ -232,6 +238,8 @@ class Engine:
         tts_workers: int = 0,
         stt_model: Optional[str] = None,
         stt_workers: int = 0,
+        stt_max_width: int = 1,
+        stt_prompt_tokens: int = 0,
     ) -> None: ...
     def open_stream(self, **options: Unpack[_StreamOptions]) -> Stream: ...
     def open_call(self, **options: Unpack[_CallOptions]) -> Call: ...

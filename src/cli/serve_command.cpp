@@ -28,6 +28,8 @@ struct ServeOptions {
   std::string stt_model;
   int stt_threads = 1;
   int stt_workers = 0;   // 0: the family's default (1)
+  int stt_max_width = 1;     // a segment's decoder lanes: a stream's beam_size / best_of at most
+  int stt_prompt_tokens = 0; // the longest prompt + hotwords a stream may give
   std::string tts_voice;
   int tts_workers = 0;
   std::string config_file;              // --config: a TOML file of these options
@@ -67,6 +69,8 @@ int run_serve(ServeOptions& o) {
     ModelSpec stt = ModelSpec::whisper(o.stt_model);
     stt.session.intra_op_threads = o.stt_threads;
     stt.num_workers = o.stt_workers;
+    if (o.stt_max_width != 1) stt.options["max_width"] = std::to_string(o.stt_max_width);
+    if (o.stt_prompt_tokens != 0) stt.options["prompt_tokens"] = std::to_string(o.stt_prompt_tokens);
     o.config.engine.models.push_back(stt);
   }
   if (!o.tts_voice.empty()) {
@@ -142,6 +146,13 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--stt-workers", o->stt_workers,
                  "Whisper worker threads, sharing one copy of the model, each with its own decoder lanes "
                  "(default: 1; calls: docs/PERFORMANCE.md)");
+  app.add_option("--stt-max-width", o->stt_max_width,
+                 "The most sequences a segment may be decoded as (a stream's beam_size or best_of, 1 to 16); each "
+                 "worker's decoder then has 8 x this many lanes")
+      ->capture_default_str();
+  app.add_option("--stt-prompt-tokens", o->stt_prompt_tokens,
+                 "The longest prompt plus hotwords a stream may give, in Whisper tokens (0 to 446; 0: none)")
+      ->capture_default_str();
   app.add_option("--tts-voice", o->tts_voice,
                  "Piper voice (an installed name or a VOICE.onnx path): enables POST and WebSocket /v1/tts");
   app.add_option("--tts-workers", o->tts_workers, "Text-to-speech threads, one espeak-ng pair each (default: one per core)");

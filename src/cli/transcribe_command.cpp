@@ -30,6 +30,8 @@ struct TranscribeOptions {
   int beam_size = 0;   // 0: the --decoding's
   int best_of = 0;
   std::string temperatures;  // "": the --decoding's
+  std::string prompt;
+  std::string hotwords;
   std::string vad_model = "v6";
   SegmenterParams vad;
   int model_rate_hz = 0;
@@ -38,37 +40,21 @@ struct TranscribeOptions {
   int stt_threads = 1;
 };
 
-// The comma-separated temperatures of --temperatures ("0,0.2,0.4").
-std::vector<float> parse_temperatures(const std::string& list) {
-  std::vector<float> out;
-  std::size_t at = 0;
-  while (at <= list.size()) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string item = list.substr(at, comma - at);
-    std::size_t used = 0;
-    float t = -1.0f;
-    try {
-      t = std::stof(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || !(t >= 0.0f && t <= 10.0f)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("--temperatures takes numbers 0 to 10 separated by commas (e.g. 0,0.2,0.4), got '{}'", list));
-    }
-    out.push_back(t);
-    at = comma + 1;
-  }
-  return out;
-}
-
 // --decoding, then the options that refine it.
 void apply_decoding(const TranscribeOptions& o, SttOptions& stt) {
   if (o.decoding == "faster-whisper") use_faster_whisper_decoding(stt.decode, stt.fallback);
   if (o.beam_size > 0) stt.decode.beam_size = o.beam_size;
   if (o.best_of > 0) stt.decode.best_of = o.best_of;
-  if (!o.temperatures.empty()) stt.fallback.temperatures = parse_temperatures(o.temperatures);
+  if (!o.temperatures.empty()) {
+    try {
+      stt.fallback.temperatures = parse_temperatures(o.temperatures);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--temperatures: {}", e.what()));
+    }
+  }
   stt.decode.task = o.task == "translate" ? WhisperTask::kTranslate : WhisperTask::kTranscribe;
+  stt.decode.prompt = o.prompt;
+  stt.decode.hotwords = o.hotwords;
 }
 
 int run_transcribe(const TranscribeOptions& o) {
@@ -106,6 +92,8 @@ int run_transcribe(const TranscribeOptions& o) {
     ec.models[1].options["max_width"] = std::to_string(width);
     ec.models[1].max_batch = std::max(2, 8 / width);
   }
+  // A prompt needs longer decoder lanes (Whisper's whole context).
+  if (!o.prompt.empty() || !o.hotwords.empty()) ec.models[1].options["prompt_tokens"] = "446";
   ec.admission_control = false;
   const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once
@@ -142,6 +130,7 @@ Command add_transcribe_command(CLI::App& app) {
       "  brisvox transcribe --model base interview.wav        (language detected)\n"
       "  brisvox transcribe --model base-int8 --language de interview.wav\n"
       "  brisvox transcribe --model base --decoding faster-whisper --task translate entrevista.wav\n"
+      "  brisvox transcribe --prompt \"Brisvox, Pipecat, LiveKit.\" --hotwords \"Zendesk Twilio\" call.wav\n"
       "  brisvox transcribe --raw-encoding mulaw --raw-rate 8000 call.ul");
   add_file_options(app, o->files, "Audio files (any rate; 8 kHz telephony works)");
   app.add_option("--model", o->model,
@@ -169,6 +158,10 @@ Command add_transcribe_command(CLI::App& app) {
       ->check(CLI::Range(1, 16));
   app.add_option("--temperatures", o->temperatures,
                  "Temperatures tried in turn, comma-separated (0 alone: no fallback; default: the --decoding's)");
+  app.add_option("--prompt", o->prompt,
+                 "Text the speech is taken to follow: names, spellings, a style (faster-whisper's initial_prompt; "
+                 "every segment gets it)");
+  app.add_option("--hotwords", o->hotwords, "Words likely to be said (faster-whisper's hotwords)");
   app.add_option("--window", o->window,
                  "Encoder window: full (30 s, what Whisper was trained on) or fit (cut to the segment, at least 10 s)")
       ->capture_default_str();

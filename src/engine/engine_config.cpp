@@ -35,7 +35,7 @@ struct FamilyOption {
 constexpr FamilyOption kPiperOptions[] = {
     {"config", false}, {"noise_scale", true}, {"length_scale", true}, {"noise_w_scale", true}, {"speaker_id", true}};
 
-constexpr FamilyOption kWhisperOptions[] = {{"max_width", true}};
+constexpr FamilyOption kWhisperOptions[] = {{"max_width", true}, {"prompt_tokens", true}};
 
 void validate_family_options(const ModelSpec& m) {
   std::span<const FamilyOption> known;
@@ -64,6 +64,11 @@ void validate_family_options(const ModelSpec& m) {
       if (name == "max_width") {
         require(d >= 1 && d <= 16 && d == std::floor(d),
                 fmt::format("model '{}': option 'max_width' must be a whole number 1 to 16, got '{}'", m.name, value));
+      }
+      if (name == "prompt_tokens") {
+        require(d >= 0 && d <= 446 && d == std::floor(d),
+                fmt::format("model '{}': option 'prompt_tokens' must be a whole number 0 to 446, got '{}'", m.name,
+                            value));
       }
     } else {
       require(!value.empty(), fmt::format("model '{}': option '{}' is empty", m.name, name));

@@ -52,8 +52,9 @@ std::vector<std::unique_ptr<Stage>> make_stages(StreamConfig& config, int model_
     auto stage = std::make_unique<SttStage>(*config.stt, *stt);  // Error for bad decoding options
     if (stage->search().max_positions() > stt->max_positions()) {  // every attempt has the same prompt
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("the stt stage's decoding needs {} decoder positions (max_new_tokens {}), the model's "
-                              "decoder lanes hold {}",
+                  fmt::format("the stt stage's decoding needs {} decoder positions (its prompt and hotwords, "
+                              "max_new_tokens {}), the model's decoder lanes hold {}: raise the model's option "
+                              "prompt_tokens",
                               stage->search().max_positions(), config.stt->decode.max_new_tokens, stt->max_positions()));
     }
     stages.push_back(std::move(stage));

@@ -53,6 +53,11 @@ OrderedJson stream_config(const AudioRequest& request, const StreamConfig& s) {
     c["language"] = s.stt->decode.language.empty() ? "auto" : s.stt->decode.language;
     c["language_detection"] = to_string(s.stt->language_detection);
     c["window"] = to_string(s.stt->window);
+    c["beam_size"] = s.stt->decode.beam_size;
+    c["best_of"] = s.stt->decode.best_of;
+    c["temperatures"] = s.stt->fallback.temperatures;
+    if (!s.stt->decode.prompt.empty()) c["prompt"] = s.stt->decode.prompt;
+    if (!s.stt->decode.hotwords.empty()) c["hotwords"] = s.stt->decode.hotwords;
   }
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();

@@ -144,7 +144,7 @@ TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::stri
     throw OpenAiError{400, "send the request as multipart/form-data with the audio in the field 'file'", "file", ""};
   }
   std::optional<std::string_view> file, model, format, temperature, stream;
-  std::string filename, language;
+  std::string filename, language, prompt;
   bool word = false, segment = false;
   try {
     for_each_form_part(body, content_type, [&](const FormPart& part) {
@@ -155,6 +155,8 @@ TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::stri
         model = part.data;
       } else if (part.name == "language") {
         language = trimmed(part.data);
+      } else if (part.name == "prompt") {
+        prompt = std::string(part.data);
       } else if (part.name == "response_format") {
         format = part.data;
       } else if (part.name == "temperature") {
@@ -201,7 +203,9 @@ TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::stri
       throw OpenAiError{400, fmt::format("temperature '{}' is not a number from 0 to 1", t.substr(0, 40)),
                         "temperature", "invalid_value"};
     }
+    form.temperature = static_cast<float>(v);
   }
+  form.prompt = prompt;
   if (stream) {
     const std::string v = trimmed(*stream);
     if (v != "true" && v != "false") {
@@ -256,23 +260,23 @@ OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFor
     case OpenAiTranscriptFormat::kVerboseJson:
       break;
   }
-  // OpenAI's segment fields. brisvox keeps no token ids of a segment ("tokens" is empty) and
-  // decodes greedily ("temperature" 0); "seek" is the segment's start in 10 ms frames, as Whisper's.
+  // OpenAI's segment fields. brisvox keeps no token ids of a segment ("tokens" is empty);
+  // "temperature" and "compression_ratio" are the kept attempt's; "seek" is the segment's start in
+  // 10 ms frames, as Whisper's.
   OrderedJson segments = OrderedJson::array();
   int id = 0;
   for (const TranscriptSegment& s : result.transcripts) {
     if (s.transcript.no_speech) continue;  // as transcript_json leaves them out
     const std::string text = trimmed(s.transcript.text);
-    // The compression ratio is not computed: null says so rather than a made-up number.
     segments.push_back({{"id", id++},
                         {"seek", static_cast<int>(std::lround(s.start_s * 100))},
                         {"start", s.start_s},
                         {"end", s.end_s},
                         {"text", text},
                         {"tokens", OrderedJson::array()},
-                        {"temperature", 0.0},
+                        {"temperature", s.transcript.temperature},
                         {"avg_logprob", s.transcript.avg_logprob},
-                        {"compression_ratio", nullptr},
+                        {"compression_ratio", s.transcript.compression_ratio},
                         {"no_speech_prob", s.transcript.no_speech_prob}});
   }
   OrderedJson j;

@@ -47,6 +47,8 @@ struct TranscriptionForm {
   OpenAiTranscriptFormat format = OpenAiTranscriptFormat::kJson;
   bool stream = false;
   std::string filename;             // the file part's filename
+  std::string prompt;               // "" when not given
+  float temperature = 0.0f;         // 0: Whisper's fallback from 0 up; > 0: that sampling temperature
 };
 
 // A refusal in OpenAI's terms: the status, the parameter at fault and the message.
@@ -59,8 +61,8 @@ struct OpenAiError {
 
 // The form of a POST /v1/audio/transcriptions (multipart/form-data), checked by OpenAI's rules:
 // file (required: `audio` is set to its bytes, a view into `body`), model (required, mapped by
-// map_model_name: 404 model_not_found otherwise), language, prompt (accepted, unused), response_format,
-// temperature (0..1; brisvox decodes greedily), timestamp_granularities[] (segment, word; only with
+// map_model_name: 404 model_not_found otherwise), language, prompt (the decoder's initial prompt),
+// response_format, temperature (0..1), timestamp_granularities[] (segment, word; only with
 // verbose_json; word is refused: brisvox has no word times), stream (true|false; json or text
 // only). Other fields are ignored, as OpenAI ignores fields a model does not use. Throws
 // OpenAiError; a malformed form is a 400 with multipart.h's message.

@@ -30,7 +30,25 @@ HttpAnswer run_openai_transcription(Engine& engine, ServerMetrics& metrics, std:
     QueryParams params;
     if (!form.language.empty()) params["language"] = form.language;
     request = parse_audio_request(params, AudioEndpoint::kTranscribe);
-    if (request.stream.stt) request.stream.stt->model = form.model;
+    if (request.stream.stt) {
+      SttOptions& stt = *request.stream.stt;
+      stt.model = form.model;
+      // OpenAI: at temperature 0 (the default) "the model will use log probability to automatically
+      // increase the temperature until certain thresholds are hit" (Whisper's fallback); above 0
+      // it samples at that temperature.
+      if (form.temperature > 0.0f) stt.fallback.temperatures = {form.temperature};
+      else stt.fallback.temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+      if (form.prompt.find_first_not_of(" \t\r\n") != std::string::npos) {
+        const ModelSpec& spec = engine.config().model(form.model);
+        if (!spec.options.contains("prompt_tokens") || spec.options.at("prompt_tokens") == "0") {
+          throw OpenAiError{400,
+                            "this server's speech-to-text model takes no prompt: start brisvox serve with "
+                            "--stt-prompt-tokens N (N up to 446 tokens), or leave the prompt out",
+                            "prompt", "invalid_value"};
+        }
+        stt.decode.prompt = form.prompt;
+      }
+    }
     check_stream_models(engine.config(), request.stream);
     if (!form.filename.empty()) request.name = form.filename;
   } catch (const OpenAiError& e) {

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "brisvox/error.h"
 #include "server/request_tag.h"
@@ -113,6 +115,9 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
   bool wants_turn = false;
   SttOptions stt;     // used when events= lists transcript, and on /v1/transcribe
   bool wants_stt = endpoint == AudioEndpoint::kTranscribe;
+  // decoding= sets a preset that beam_size, best_of and temperatures refine, in any order.
+  std::optional<int> beam_size, best_of;
+  std::optional<std::vector<float>> temperatures;
   for (const auto& [key, value] : params) {
     if (key == "sample_rate") {
       r.stream.sample_rate_hz =
@@ -160,6 +165,25 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
       const auto d = parse_language_detection(value);
       if (!d) bad_query(fmt::format("query key 'language_detection' must be first or each, got '{}'", value));
       stt.language_detection = *d;
+    } else if (key == "prompt") {
+      if (value.size() > 4096) bad_query("query key 'prompt' is longer than 4096 bytes");
+      stt.decode.prompt = value;
+    } else if (key == "hotwords") {
+      if (value.size() > 4096) bad_query("query key 'hotwords' is longer than 4096 bytes");
+      stt.decode.hotwords = value;
+    } else if (key == "decoding") {
+      if (value == "faster-whisper") use_faster_whisper_decoding(stt.decode, stt.fallback);
+      else if (value != "greedy") bad_query(fmt::format("query key 'decoding' must be greedy or faster-whisper, got '{}'", value));
+    } else if (key == "beam_size") {
+      beam_size = parse_int_in(key, value, 1, 16);
+    } else if (key == "best_of") {
+      best_of = parse_int_in(key, value, 1, 16);
+    } else if (key == "temperatures") {
+      try {
+        temperatures = parse_temperatures(value);
+      } catch (const Error& e) {
+        bad_query(fmt::format("query key 'temperatures': {}", e.what()));
+      }
     } else if (key == "window") {
       if (value == "full") stt.window = WhisperWindow::kFull;
       else if (value == "fit") stt.window = WhisperWindow::kFit;
@@ -208,6 +232,9 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
     r.stream.turn = TurnOptions{};
     r.stream.turn->params = turn;
   }
+  if (beam_size) stt.decode.beam_size = *beam_size;
+  if (best_of) stt.decode.best_of = *best_of;
+  if (temperatures) stt.fallback.temperatures = *temperatures;
   if (wants_stt) r.stream.stt = stt;
   // The segmenter's own checks name its fields, which are the query's keys.
   p.validate();

@@ -74,8 +74,26 @@ def test_a_multilingual_model_detects_the_language(cli):
         brisvox.transcribe(ASTERISK / "conf-onlyperson.wav", stt_model=str(WHISPER_TINY), language="fr")
 
 
+def test_faster_whisper_decoding_is_the_cli_document(cli):
+    # Beam search with the fallback (faster-whisper's defaults) through Python equals the CLI's, and
+    # differs from greedy decoding on this Spanish prompt (Whisper base).
+    path = "/usr/share/asterisk/sounds/es/vm-tocallnum.wav"
+    doc = brisvox.transcribe(path, stt_model=str(WHISPER_BASE), decoding="faster-whisper")
+    out = subprocess.run([str(cli), "transcribe", "--model", str(WHISPER_BASE), "--decoding", "faster-whisper",
+                          "--format", "json", path], check=True, capture_output=True, text=True).stdout
+    assert doc == json.loads(out)
+    refined = brisvox.transcribe(path, stt_model=str(WHISPER_BASE), decoding="faster-whisper", beam_size=2,
+                                 temperatures=[0.0])
+    assert refined["language"] == "es" and refined["text"], refined
+
+
 @pytest.mark.parametrize("kwargs, error, words", [
     ({"sample_rate": 8000}, TypeError, "sample_rate is not an option here"),
+    ({"decoding": "exhaustive"}, brisvox.InvalidArgumentError, "decoding must be"),
+    ({"temperatures": "0.2"}, TypeError, "temperatures must be a sequence"),
+    ({"temperatures": [0.0, -1.0]}, brisvox.InvalidArgumentError, "temperature"),
+    ({"beam_size": 17}, brisvox.InvalidArgumentError, "1 to 16"),
+    ({"hotwords": "call\x01me"}, brisvox.InvalidArgumentError, "control character"),
     ({"transcripts": False}, TypeError, "transcripts is not an option here"),
     ({"beam": 5}, TypeError, "beam"),
     ({"window": "half"}, brisvox.InvalidArgumentError, "window must be"),

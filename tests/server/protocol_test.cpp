@@ -34,6 +34,18 @@ std::string error_of(std::string_view query, AudioEndpoint endpoint = AudioEndpo
   return "";
 }
 
+TEST(QueryParams, DecodingKeysRefineTheDecodingWhateverTheirOrder) {
+  const AudioRequest r = parse_audio_request(
+      "events=transcript&beam_size=3&decoding=faster-whisper&temperatures=0,0.5&prompt=Brisvox%20calls&hotwords=Zendesk",
+      AudioEndpoint::kStream);
+  ASSERT_TRUE(r.stream.stt.has_value());
+  EXPECT_EQ(r.stream.stt->decode.beam_size, 3);  // refined, though given before decoding=
+  EXPECT_EQ(r.stream.stt->decode.best_of, 5);    // faster-whisper's
+  EXPECT_EQ(r.stream.stt->fallback.temperatures, (std::vector<float>{0.0f, 0.5f}));
+  EXPECT_EQ(r.stream.stt->decode.prompt, "Brisvox calls");
+  EXPECT_EQ(r.stream.stt->decode.hotwords, "Zendesk");
+}
+
 TEST(QueryParams, DefaultsAndEveryKey) {
   AudioRequest d = parse_audio_request("", AudioEndpoint::kStream);
   EXPECT_EQ(d.stream.sample_rate_hz, 16000);
@@ -88,6 +100,10 @@ TEST(QueryParams, ErrorsNameTheKey) {
   EXPECT_NE(error_of("threshold=0.5&threshold=0.6").find("twice"), std::string::npos);
   EXPECT_NE(error_of("use_max_poss_sil_at_max_speech=maybe").find("use_max_poss"), std::string::npos);
   EXPECT_NE(error_of("name=x").find("name"), std::string::npos);  // only POST /v1/vad has a name
+  EXPECT_NE(error_of("events=transcript&decoding=best").find("greedy or faster-whisper"), std::string::npos);
+  EXPECT_NE(error_of("events=transcript&beam_size=17").find("beam_size"), std::string::npos);
+  EXPECT_NE(error_of("events=transcript&temperatures=0,hot").find("temperatures"), std::string::npos);
+  EXPECT_NE(error_of("events=transcript&temperatures=").find("temperatures"), std::string::npos);
   EXPECT_NE(error_of("a=%4").find("escape"), std::string::npos);
   EXPECT_NE(error_of("encoding=pcm_s16le", AudioEndpoint::kVad).find("sample_rate"), std::string::npos);
 }

@@ -35,9 +35,9 @@ def http_request(method, url, body=None, timeout=120):
         return e.code, e.read()
 
 
-def cli_transcript(args):
-    out = subprocess.run([args.brisvox, "transcribe", args.sample], check=True, capture_output=True, text=True,
-                         timeout=120).stdout
+def cli_transcript(args, *options):
+    out = subprocess.run([args.brisvox, "transcribe", *options, args.sample], check=True, capture_output=True,
+                         text=True, timeout=120).stdout
     return json.loads(out)
 
 
@@ -48,6 +48,24 @@ def test_post_transcribe(server, args, reference):
     got = json.loads(body)
     want = dict(reference, file="sample.wav")
     assert got == want, f"{got}\n!=\n{want}"
+
+
+def test_post_transcribe_decoding_and_prompt(server, args):
+    # Beam search with the fallback and a prompt, asked in the query: the CLI's document for the
+    # same options (the server has --stt-max-width 5 --stt-prompt-tokens 120).
+    data = open(args.sample, "rb").read()
+    query = "decoding=faster-whisper&prompt=Brisvox%20reads%20the%20news.&hotwords=Zendesk&name=sample.wav"
+    status, body = http_request("POST", server.url(f"/v1/transcribe?{query}"), body=data)
+    assert status == 200, (status, body)
+    want = dict(cli_transcript(args, "--decoding", "faster-whisper", "--prompt", "Brisvox reads the news.",
+                               "--hotwords", "Zendesk"), file="sample.wav")
+    assert json.loads(body) == want, f"{body}\n!=\n{want}"
+    # Wider than the server's lanes allow, or a prompt longer than its room: refused, saying why.
+    status, body = http_request("POST", server.url("/v1/transcribe?beam_size=6"), body=data)
+    assert status == 400 and b"max_width" in body, (status, body)
+    long_prompt = "%20".join(["word"] * 200)
+    status, body = http_request("POST", server.url(f"/v1/transcribe?prompt={long_prompt}"), body=data)
+    assert status == 400 and b"prompt_tokens" in body, (status, body)
 
 
 async def stream_transcripts(server, pcm):
@@ -113,11 +131,13 @@ def main():
     assert len(reference["segments"]) == 5, reference
     servers = []
     try:
-        server = Server(args.brisvox, "--workers", "1", "--stt-model", "tiny.en", "--max-body-bytes", "4000000")
+        server = Server(args.brisvox, "--workers", "1", "--stt-model", "tiny.en", "--max-body-bytes", "4000000",
+                        "--stt-max-width", "5", "--stt-prompt-tokens", "120")
         servers.append(server)
         plain = Server(args.brisvox, "--workers", "1")
         servers.append(plain)
         tests = [("post_transcribe", lambda: test_post_transcribe(server, args, reference)),
+                 ("post_transcribe_decoding_and_prompt", lambda: test_post_transcribe_decoding_and_prompt(server, args)),
                  ("stream_transcripts", lambda: test_stream_transcripts(server, pcm, reference)),
                  ("metrics", lambda: test_metrics(server)),
                  ("without_stt_model", lambda: test_without_stt_model(plain, args))]

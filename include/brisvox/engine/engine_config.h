@@ -75,7 +75,9 @@ struct ModelSpec {
   // "length_scale", "noise_w_scale", "speaker_id" (the voice's own unless given; a session's
   // SpeechConfig::voice_options override them). Whisper: "max_width", the most sequences a segment
   // may be decoded as (a stream's beam_size or best_of; 1 to 16, default 1): each worker's decoder
-  // then has max_batch x max_width lanes. Other families take none. Checked when the engine
+  // then has max_batch x max_width lanes; "prompt_tokens", the longest prompt plus hotwords a
+  // stream may give, in tokens (0 to 446, default 0: none): each lane then holds that many more
+  // positions (a decoder step reads them all: ~15 % more per step at 223). Other families take none. Checked when the engine
   // starts (Error(kInvalidArgument) naming the option).
   std::map<std::string, std::string, std::less<>> options;
 

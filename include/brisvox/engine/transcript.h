@@ -20,6 +20,10 @@ struct Transcript {
   // given).
   std::string language;
   float language_probability = 1.0f;
+  // The decoding attempt kept: its temperature (0 unless the fallback fired) and its text's
+  // compression ratio (whisper_fallback.h).
+  float temperature = 0.0f;
+  float compression_ratio = 0.0f;
 };
 
 }  // namespace brisvox

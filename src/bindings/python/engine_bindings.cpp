@@ -711,7 +711,8 @@ void bind_engine(nb::module_& m) {
           [](PyEngine* self, const std::string& vad_model, std::optional<std::string> turn_model, int vad_workers,
              int vad_max_batch, int vad_gather_wait_us, int turn_workers, int max_streams, int latency_budget_ms,
              bool admission_control, int run_timeout_ms, std::optional<std::string> voice, nb::handle voice_options,
-             int tts_workers, std::optional<std::string> stt_model, int stt_workers) {
+             int tts_workers, std::optional<std::string> stt_model, int stt_workers, int stt_max_width,
+             int stt_prompt_tokens) {
             EngineConfig config;
             config.models = {ModelSpec::silero_vad(vad_model.empty() ? "v6" : vad_model)};
             config.models[0].num_workers = vad_workers;
@@ -731,6 +732,10 @@ void bind_engine(nb::module_& m) {
             if (stt_model && !stt_model->empty()) {
               config.models.push_back(ModelSpec::whisper(*stt_model));
               config.models.back().num_workers = stt_workers;
+              if (stt_max_width != 1) config.models.back().options["max_width"] = std::to_string(stt_max_width);
+              if (stt_prompt_tokens != 0) {
+                config.models.back().options["prompt_tokens"] = std::to_string(stt_prompt_tokens);
+              }
             }
             config.max_streams = max_streams;
             config.latency_budget_ms = latency_budget_ms;
@@ -748,6 +753,7 @@ void bind_engine(nb::module_& m) {
           nb::arg("max_streams") = 4096, nb::arg("latency_budget_ms") = 100, nb::arg("admission_control") = true,
           nb::arg("run_timeout_ms") = 2000, nb::arg("voice") = nb::none(), nb::arg("voice_options") = nb::none(),
           nb::arg("tts_workers") = 0, nb::arg("stt_model") = nb::none(), nb::arg("stt_workers") = 0,
+          nb::arg("stt_max_width") = 1, nb::arg("stt_prompt_tokens") = 0,
           "Loads the models and starts the workers. vad_model: 'v6' (default), 'v5', 'v5-exported', "
           "'v6-exported' or a Silero VAD .onnx path; turn_model: None, 'v3.2' or a Smart Turn .onnx path "
           "(needed by streams with turn=True); voice: None or a Piper voice (VOICE.onnx with VOICE.onnx.json "
@@ -755,7 +761,9 @@ void bind_engine(nb::module_& m) {
           "settings (noise_scale, length_scale, noise_w_scale, speaker_id; config: the JSON's path); stt_model: "
           "None, a Whisper alias ('tiny.en') or model folder (needed by transcripts=True); *_workers 0: the "
           "defaults (one VAD and one TTS worker per core, one Smart Turn and one Whisper worker); vad_max_batch 0: "
-          "32 windows per run; vad_gather_wait_us: how long a VAD worker waits for a fuller batch (-1: 2000).")
+          "32 windows per run; vad_gather_wait_us: how long a VAD worker waits for a fuller batch (-1: 2000); "
+          "stt_max_width: the widest beam_size / best_of a stream may ask (1 to 16); stt_prompt_tokens: the "
+          "longest prompt + hotwords a stream may give, in tokens (0 to 446).")
       .def(
           "open_stream",
           [](PyEngine& self, const nb::kwargs& kwargs) {

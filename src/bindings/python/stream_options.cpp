@@ -5,6 +5,8 @@
 
 #include <string>
 #include <string_view>
+#include <optional>
+#include <vector>
 
 #include "brisvox/error.h"
 
@@ -30,7 +32,7 @@ constexpr const char* kStreamNames =
     "sample_rate, buffer_ms, model_rate, threshold, neg_threshold, min_speech_ms, min_silence_ms, speech_pad_ms, "
     "max_speech_s, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, emit_probabilities, turn, "
     "turn_stop_ms, turn_pre_speech_ms, turn_max_silence_ms, turn_threshold, turn_wait_for_verdict, transcripts, "
-    "language, language_detection, window";
+    "language, language_detection, window, prompt, hotwords, decoding, beam_size, best_of, temperatures";
 constexpr const char* kCallNames =
     "voice_options, volume, fast_start, speech_sample_rate, max_queued, barge_in, barge_in_min_speech_ms, "
     "barge_in_on_turn_end, playout_lead_ms";
@@ -74,12 +76,22 @@ class StreamParse {
     else if (key == "language") stt_.decode.language = value_of<std::string>(v, key, function_, "a str");
     else if (key == "window") stt_.window = window(value_of<std::string>(v, key, function_, "a str"));
     else if (key == "language_detection") stt_.language_detection = detection(value_of<std::string>(v, key, function_, "a str"));
+    else if (key == "prompt") stt_.decode.prompt = value_of<std::string>(v, key, function_, "a str");
+    else if (key == "hotwords") stt_.decode.hotwords = value_of<std::string>(v, key, function_, "a str");
+    else if (key == "decoding") decoding(value_of<std::string>(v, key, function_, "a str"));
+    else if (key == "beam_size") beam_size_ = integer();
+    else if (key == "best_of") best_of_ = integer();
+    else if (key == "temperatures") temperatures_ = temperatures(v);
     else return false;
     return true;
   }
 
   // The options with the stages asked for; not validated yet.
   StreamOptions finish() {
+    // What decoding= set, then what refines it, whatever the order of the names.
+    if (beam_size_) stt_.decode.beam_size = *beam_size_;
+    if (best_of_) stt_.decode.best_of = *best_of_;
+    if (temperatures_) stt_.fallback.temperatures = *temperatures_;
     o_.config.vad.emit_probabilities = o_.emit_probabilities;
     if (o_.turn) o_.config.turn = turn_;
     if (o_.transcripts) o_.config.stt = stt_;
@@ -92,6 +104,23 @@ class StreamParse {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("{}: language_detection must be 'first' or 'each', got '{}'", function_, name));
   }
+  void decoding(const std::string& name) {
+    if (name == "faster-whisper") use_faster_whisper_decoding(stt_.decode, stt_.fallback);
+    else if (name != "greedy") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: decoding must be 'greedy' or 'faster-whisper', got '{}'", function_, name));
+    }
+  }
+  std::vector<float> temperatures(nb::handle v) const {
+    std::vector<float> out;
+    if (!nb::isinstance<nb::sequence>(v) || nb::isinstance<nb::str>(v)) {
+      throw nb::type_error(fmt::format("{}: temperatures must be a sequence of floats, got {}", function_,
+                                       nb::type_name(v.type()).c_str())
+                               .c_str());
+    }
+    for (nb::handle item : v) out.push_back(static_cast<float>(value_of<double>(item, "temperatures", function_, "a float")));
+    return out;
+  }
   WhisperWindow window(const std::string& name) const {
     if (name == "full") return WhisperWindow::kFull;
     if (name == "fit") return WhisperWindow::kFit;
@@ -102,6 +131,9 @@ class StreamParse {
 
   const char* function_;
   StreamOptions o_;
+  std::optional<int> beam_size_;
+  std::optional<int> best_of_;
+  std::optional<std::vector<float>> temperatures_;
   TurnOptions turn_;
   SttOptions stt_;
 };

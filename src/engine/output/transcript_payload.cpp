@@ -14,7 +14,7 @@ constexpr std::uint32_t kHitTokenLimit = 2;
 TranscriptHeader transcript_header(const Transcript& t) noexcept {
   TranscriptHeader h{t.avg_logprob, t.no_speech_prob,
                      (t.no_speech ? kNoSpeech : 0u) | (t.hit_token_limit ? kHitTokenLimit : 0u), t.window_frames,
-                     t.language_probability, {}};
+                     t.language_probability, t.temperature, t.compression_ratio, {}};
   std::memcpy(h.language, t.language.data(), std::min(t.language.size(), sizeof(h.language) - 1));
   return h;
 }
@@ -30,6 +30,8 @@ Transcript decode_transcript(std::span<const std::byte> payload) {
   t.hit_token_limit = (h.flags & kHitTokenLimit) != 0;
   t.window_frames = h.window_frames;
   t.language_probability = h.language_probability;
+  t.temperature = h.temperature;
+  t.compression_ratio = h.compression_ratio;
   t.language.assign(h.language, strnlen(h.language, sizeof(h.language)));
   t.text.assign(reinterpret_cast<const char*>(payload.data()) + sizeof(h), payload.size() - sizeof(h));
   return t;

@@ -1,4 +1,4 @@
-// A kTranscript event's payload: a 16-byte header, then the text (UTF-8). The stt stage writes it
+// A kTranscript event's payload: a 40-byte header, then the text (UTF-8). The stt stage writes it
 // (transcript_header + the text), the stream's reader reads it back (decode_transcript).
 #pragma once
 
@@ -16,9 +16,11 @@ struct TranscriptHeader {
   std::uint32_t flags;  // kNoSpeech | kHitTokenLimit
   std::int32_t window_frames;
   float language_probability;
+  float temperature;
+  float compression_ratio;
   char language[12];  // the code, NUL-padded (Whisper's longest is 3 bytes)
 };
-static_assert(sizeof(TranscriptHeader) == 32);
+static_assert(sizeof(TranscriptHeader) == 40);
 
 // Everything of `t` but its text.
 TranscriptHeader transcript_header(const Transcript& t) noexcept;

@@ -17,10 +17,20 @@ constexpr std::size_t kMaxSegmentSamples16k = static_cast<std::size_t>(kSttMaxSe
 
 int fit_min_frames(int full_frames) noexcept { return std::min(WhisperFeatures::kDefaultFitMinFrames, full_frames); }
 
-// The model's "max_width" option (validated by ModelSpec::validate), 1 when not given.
-int max_width_of(const ModelSpec& spec) {
-  const auto it = spec.options.find("max_width");
-  return it == spec.options.end() ? 1 : std::stoi(it->second);
+// A whole-number option of the model (validated by ModelSpec::validate), `otherwise` when not given.
+int option_of(const ModelSpec& spec, std::string_view name, int otherwise) {
+  const auto it = spec.options.find(name);
+  return it == spec.options.end() ? otherwise : std::stoi(it->second);
+}
+
+int max_width_of(const ModelSpec& spec) { return option_of(spec, "max_width", 1); }
+
+// Positions a decoder lane holds: the default (the longest prompt without context and 224 sampled
+// tokens), plus <|startofprev|> and the prompt tokens the model's option allows.
+int max_tokens_of(const ModelSpec& spec, const WhisperModel& model) {
+  const int prompt = option_of(spec, "prompt_tokens", 0);
+  const int n_ctx = model.config().dims.n_text_ctx;
+  return prompt == 0 ? 0 : std::min(n_ctx, 4 + n_ctx / 2 + 1 + prompt);
 }
 
 }  // namespace
@@ -32,7 +42,7 @@ int stt_num_keys(int full_frames) noexcept {
 
 SttStage::SttStage(const SttOptions& options, SttPool& stt_pool) : pool_(&stt_pool), options_(options) {
   for (const WhisperDecodeOptions& d : options.fallback.attempts(options.decode)) {
-    searches_.emplace_back(stt_pool.model().config(), d);
+    searches_.emplace_back(stt_pool.model().config(), d, &stt_pool.model().vocabulary());
   }
   width_ = options.fallback.max_width(options.decode);
   if (width_ > stt_pool.max_width()) {
@@ -56,7 +66,7 @@ SttAdapter::SttAdapter(const WhisperModel& model, const ModelSpec& spec, SttPool
       run_timeout_ms_(spec.run_timeout_ms),
       features_(model.config().dims.full_frames()),
       encoder_(model, WhisperEncoderConfig{spec.max_batch, WhisperFeatures::kDefaultFitGranularityFrames, spec.session}),
-      decoder_(model, WhisperDecoderConfig{spec.max_batch * max_width_of(spec), 0, 0, spec.session}),
+      decoder_(model, WhisperDecoderConfig{spec.max_batch * max_width_of(spec), max_tokens_of(spec, model), 0, spec.session}),
       full_frames_(model.config().dims.full_frames()),
       fit_min_frames_(fit_min_frames(full_frames_)),
       fit_granularity_(WhisperFeatures::kDefaultFitGranularityFrames),
@@ -201,7 +211,8 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
   for (const WhisperLaneCopy& copy : search.copies()) {
     decoder_.copy(r.lanes[static_cast<std::size_t>(copy.from)], r.lanes[static_cast<std::size_t>(copy.to)], copy.audio);
   }
-  if (search.first().position() == 1) r.stage->note_language(search);  // the start step: detected, if detecting
+  if (search.rewind()) decoder_.rewind(r.lanes.front());
+  if (search.width() == 1) r.stage->note_language(search);  // detected in the prompt, if detecting
   if (!search.done()) return true;
   return conclude_attempt(r);
 }
@@ -219,6 +230,8 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
   t.text = model_->decode(search.tokens());
   const WhisperAttempt attempt{options.fallback.temperatures[r.attempt], search.avg_logprob(), search.no_speech_prob(),
                                whisper_compression_ratio(t.text)};
+  t.temperature = attempt.temperature;
+  t.compression_ratio = static_cast<float>(attempt.compression_ratio);
   const float ratio_threshold = options.fallback.compression_ratio_threshold;
   const bool again = whisper_needs_fallback(attempt, options.decode, ratio_threshold);
   if (again && r.attempt + 1 < r.stage->attempts()) {
@@ -284,7 +297,7 @@ void SttStage::adopt_language(WhisperBeamSearch& search) const noexcept {
 
 void SttStage::note_language(const WhisperBeamSearch& seq) noexcept {
   if (!searches_.front().detects_language() || options_.language_detection != WhisperLanguageDetection::kFirst) return;
-  if (language_token_.load(std::memory_order_acquire) >= 0) return;
+  if (seq.language_token() < 0 || language_token_.load(std::memory_order_acquire) >= 0) return;
   // Two segments detecting at once: the first to get here wins; both keep what they detected.
   std::lock_guard lock(mu_);
   if (language_token_.load(std::memory_order_relaxed) >= 0) return;
