@@ -222,6 +222,30 @@ TEST(EngineStt, BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams) 
   EXPECT_EQ(engine.stats().model("stt").run_errors, 0u);
 }
 
+TEST(EngineStt, StreamsWaitingForTheOneRequestSlotAllGetTheirTranscripts) {
+  // One request slot (max_batch 1, one worker) for four streams of five segments each: streams
+  // wait for the slot over and over, each slot given back must wake whoever still waits (a stream
+  // woken for a slot another took, or no longer wanting one, must not leave the others asleep).
+  EngineConfig config = stt_engine(1);
+  Engine engine(config);
+  ASSERT_EQ(engine.config().model("stt").max_pending, 1);
+  const auto& sample = test::sample_audio().samples;
+  StreamConfig sc;
+  sc.stt = SttOptions{};
+  constexpr int kStreams = 4;
+  std::vector<std::vector<Transcribed>> got(kStreams);
+  {
+    std::vector<Stream> streams;
+    for (int i = 0; i < kStreams; ++i) streams.push_back(engine.open_stream(sc));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i) {
+      threads.emplace_back([&, i] { got[static_cast<std::size_t>(i)] = transcripts_of(streams[static_cast<std::size_t>(i)], sample); });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (int i = 0; i < kStreams; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)].size(), 5u) << "stream " << i;
+}
+
 TEST(EngineStt, ABeamWiderThanTheModelAllowsIsRefusedAtOpen) {
   Engine engine(stt_engine());
   StreamConfig sc;

@@ -343,7 +343,10 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
     std::lock_guard lock(waiting_mu_);
     r = slots_->acquire();
     if (r == nullptr) {
-      waiting_.push_back(stream.shared_from_this());
+      if (!stage.waits_for_slot_) {
+        stage.waits_for_slot_ = true;
+        waiting_.emplace_back(stream.shared_from_this(), &stage);
+      }
       return false;
     }
   }
@@ -381,16 +384,15 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
 void SttPool::release(SttRequest* r) {
   r->stream.reset();
   r->stage = nullptr;
-  std::shared_ptr<StreamState> waiter;
+  std::vector<std::pair<std::shared_ptr<StreamState>, SttStage*>> waiters;
   {
     std::lock_guard lock(waiting_mu_);
     slots_->release(r);
-    if (!waiting_.empty()) {
-      waiter = std::move(waiting_.front());
-      waiting_.pop_front();
-    }
+    waiters.swap(waiting_);
+    for (auto& [stream, stage] : waiters) stage->waits_for_slot_ = false;
   }
-  if (waiter) waiter->vad_pool->schedule(waiter.get());
+  // Each tries again on its VAD worker; those that find no slot wait again.
+  for (auto& [stream, stage] : waiters) stream->vad_pool->schedule(stream.get());
 }
 
 // --- the stream's side, on its VAD worker --------------------------------------------------------

@@ -114,6 +114,8 @@ class SttStage final : public Stage {
   std::uint64_t next_seq_ = 0;        // number of the next segment submitted
   std::uint64_t next_emit_ = 0;       // number of the next transcript to emit (they come in order)
   bool deferred_ = false;             // a segment waits for a free request slot
+  friend class SttPool;
+  bool waits_for_slot_ = false;       // in the pool's waiters (the pool's waiting_mu_)
   std::int64_t deferred_start_ = 0;   // its span, model-rate samples
   std::int64_t deferred_end_ = 0;
   std::atomic<int> in_flight_{0};     // requests submitted and not yet emitted
@@ -241,8 +243,11 @@ class SttPool final : public ModelPool {
   std::unique_ptr<RequestSlots<SttRequest>> slots_;
   int max_positions_ = 0;
   int max_width_ = 1;
+  // Streams holding a segment for a slot, each once (SttStage::waits_for_slot_, under the lock).
+  // A slot given back wakes them all: one woken stream may no longer want it (it closed, or
+  // another slot came first), and waking only it would leave the others asleep beside a free slot.
   std::mutex waiting_mu_;
-  std::deque<std::shared_ptr<StreamState>> waiting_;  // streams holding a segment for a slot
+  std::vector<std::pair<std::shared_ptr<StreamState>, SttStage*>> waiting_;
   BatchPool<SttAdapter> pool_;
 };
 
