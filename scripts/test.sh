@@ -159,6 +159,7 @@ case "$preset" in
     # probabilities against Pipecat's (~35 s of CPU under ASan); so are the beam search's and the
     # temperature fallback's comparisons with faster-whisper and with the transcriber across
     # streams (their lane copies run under ASan in WhisperDecoder.ACopiedLaneContinuesAsItsSource).
+    # The streams that wait for one request slot are a matter of threads: release and TSan run them.
     # The engine's stt stage, Piper and Smart Turn run under the sanitizers in the other engine,
     # TTS and turn tests.
     ctest_args=(-E '^(WhisperParity\.(FullWindowTextMatchesFasterWhisper|FitWindowStaysCloseToFullWindow|BatchedDecodingEqualsOneAtATime|Int8WeightsKeepFasterWhispersAccuracy)|WhisperMultilingual\.(DetectsAndTranscribesAsFasterWhisper|FasterWhispersDefaultDecodingGivesItsAccuracy|TheFallbackFiresWhereFasterWhispersDoes|APromptAndHotwordsDecodeAsFasterWhispers)|EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams|StreamsWaitingForTheOneRequestSlotAllGetTheirTranscripts)|PiperParity\.AudioEqualsPiperTtsWithNoiseOff|turn\.pipecat_parity|browser\.|CliFiles\.LongFileInBoundedMemory$|server_uploads$|server_openai_api$|server_soak_calls_short$|server_soak_short$|server_call_loadtest$|vad_telephony_accuracy$|TtsIntelligibility\.)')
