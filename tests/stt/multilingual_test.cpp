@@ -80,6 +80,25 @@ const Golden& golden(const std::string& name) {
   throw Error(ErrorCode::kInvalidArgument, "no golden " + name);
 }
 
+// Per corpus: identical texts, and WER against the published transcripts for brisvox and for
+// faster-whisper; differing texts are printed.
+struct Tally {
+  std::map<std::string, std::pair<int, int>> same_text;  // corpus: identical, all
+  std::map<std::string, std::pair<test::WordErrorRate, test::WordErrorRate>> wer;  // brisvox, faster-whisper
+
+  void add(const Golden& g, const std::string& text) {
+    auto& [identical, all] = same_text[g.corpus];
+    identical += text == g.text;
+    ++all;
+    if (text != g.text) {
+      std::printf("differs  %-40s brisvox '%s'\n         %-40s faster-whisper '%s'\n", g.name.c_str(), text.c_str(), "",
+                  g.text.c_str());
+    }
+    wer[g.corpus].first.add(g.reference, text);
+    wer[g.corpus].second.add(g.reference, g.text);
+  }
+};
+
 TEST(WhisperMultilingual, TheGoldensCoverFiveLanguages) {
   std::map<std::string, int> per_language;
   for (const Golden& g : goldens()) ++per_language[g.corpus];
@@ -92,8 +111,9 @@ TEST(WhisperMultilingual, DetectsAndTranscribesAsFasterWhisper) {
   WhisperTranscriber transcriber(base());
   std::size_t same_language = 0;
   double max_probability_diff = 0.0;
-  std::map<std::string, std::pair<int, int>> same_text;  // corpus: identical, all
-  std::map<std::string, std::pair<test::WordErrorRate, test::WordErrorRate>> wer;  // brisvox, faster-whisper
+  Tally tally;
+  const auto& same_text = tally.same_text;
+  auto& wer = tally.wer;
   // Every third utterance by default (about 50 s of CPU; the beam search's test below covers the
   // others' language detection); BRISVOX_STT_ALL_GOLDENS=1 runs all (the figures of
   // docs/MODELS.md).
@@ -112,15 +132,7 @@ TEST(WhisperMultilingual, DetectsAndTranscribesAsFasterWhisper) {
       std::printf("language %-40s brisvox %s (%.3f), faster-whisper %s (%.3f)\n", g.name.c_str(), t.language.c_str(),
                   t.language_probability, g.language.c_str(), g.language_probability);
     }
-    auto& [identical, all] = same_text[g.corpus];
-    identical += text == g.text;
-    ++all;
-    if (text != g.text) {
-      std::printf("differs  %-40s brisvox '%s'\n         %-40s faster-whisper '%s'\n", g.name.c_str(), text.c_str(), "",
-                  g.text.c_str());
-    }
-    wer[g.corpus].first.add(g.reference, text);
-    wer[g.corpus].second.add(g.reference, g.text);
+    tally.add(g, text);
   }
   const double n = static_cast<double>(checked);
   std::printf("language equal to faster-whisper's: %zu/%zu; max |probability diff| %.2e\n", same_language, checked,
@@ -143,8 +155,9 @@ TEST(WhisperMultilingual, FasterWhispersDefaultDecodingGivesItsAccuracy) {
   WhisperTranscriber transcriber(base());
   const WhisperTranscribeOptions options = WhisperTranscribeOptions::faster_whisper();
   const bool all_goldens = std::getenv("BRISVOX_STT_ALL_GOLDENS") != nullptr;
-  std::map<std::string, std::pair<int, int>> same_text;
-  std::map<std::string, std::pair<test::WordErrorRate, test::WordErrorRate>> wer;
+  Tally tally;
+  const auto& same_text = tally.same_text;
+  auto& wer = tally.wer;
   std::size_t same_language = 0;
   std::size_t checked = 0;
   int fallbacks = 0;
@@ -157,15 +170,7 @@ TEST(WhisperMultilingual, FasterWhispersDefaultDecodingGivesItsAccuracy) {
     const std::string text = t.text();
     for (const WhisperSegment& seg : t.segments) fallbacks += seg.temperature > 0.0f;
     same_language += t.language == g.language;
-    auto& [identical, all] = same_text[g.corpus];
-    identical += text == g.text;
-    ++all;
-    if (text != g.text) {
-      std::printf("differs  %-40s brisvox '%s'\n         %-40s faster-whisper '%s'\n", g.name.c_str(), text.c_str(), "",
-                  g.text.c_str());
-    }
-    wer[g.corpus].first.add(g.reference, text);
-    wer[g.corpus].second.add(g.reference, g.text);
+    tally.add(g, text);
   }
   std::printf("beam 5 + fallback: language equal to faster-whisper's %zu/%zu; windows decoded again at a higher "
               "temperature: %d\n",

@@ -113,6 +113,25 @@ struct CodePoint {
   whisper_detail::CharClass cls;
 };
 
+// What a UTF-8 lead byte (>= 0x80) announces (Unicode Table 3-7, well-formed UTF-8): the
+// sequence's length (0: not a lead byte) and the range its second byte must be in.
+struct Utf8Lead {
+  std::size_t len;
+  unsigned char lo;
+  unsigned char hi;
+};
+
+Utf8Lead utf8_lead(unsigned char b0) {
+  if (b0 >= 0xc2 && b0 <= 0xdf) return {2, 0x80, 0xbf};
+  if (b0 == 0xe0) return {3, 0xa0, 0xbf};
+  if ((b0 >= 0xe1 && b0 <= 0xec) || b0 == 0xee || b0 == 0xef) return {3, 0x80, 0xbf};
+  if (b0 == 0xed) return {3, 0x80, 0x9f};
+  if (b0 == 0xf0) return {4, 0x90, 0xbf};
+  if (b0 >= 0xf1 && b0 <= 0xf3) return {4, 0x80, 0xbf};
+  if (b0 == 0xf4) return {4, 0x80, 0x8f};
+  return {0, 0x80, 0xbf};
+}
+
 // Strict UTF-8 (Unicode Table 3-7: no overlong forms, surrogates or values above U+10FFFF): the
 // code point at s[i], advancing i; false for an ill-formed sequence.
 bool next_code_point_strict(std::string_view s, std::size_t& i, char32_t& cp) {
@@ -122,16 +141,7 @@ bool next_code_point_strict(std::string_view s, std::size_t& i, char32_t& cp) {
     ++i;
     return true;
   }
-  std::size_t len = 0;
-  unsigned char lo = 0x80;  // the allowed range of the second byte
-  unsigned char hi = 0xbf;
-  if (b0 >= 0xc2 && b0 <= 0xdf) len = 2;
-  else if (b0 == 0xe0) { len = 3; lo = 0xa0; }
-  else if ((b0 >= 0xe1 && b0 <= 0xec) || b0 == 0xee || b0 == 0xef) len = 3;
-  else if (b0 == 0xed) { len = 3; hi = 0x9f; }
-  else if (b0 == 0xf0) { len = 4; lo = 0x90; }
-  else if (b0 >= 0xf1 && b0 <= 0xf3) len = 4;
-  else if (b0 == 0xf4) { len = 4; hi = 0x8f; }
+  const auto [len, lo, hi] = utf8_lead(b0);
   if (len == 0 || i + len > s.size()) return false;
   cp = static_cast<char32_t>(b0 & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07));
   for (std::size_t k = 1; k < len; ++k) {
@@ -296,17 +306,7 @@ void append_utf8_lossy(std::string_view s, std::string& out) {
       ++i;
       continue;
     }
-    // Expected length and the range of the second byte (Unicode Table 3-7, well-formed UTF-8).
-    int len = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xbf;
-    if (b0 >= 0xc2 && b0 <= 0xdf) len = 2;
-    else if (b0 == 0xe0) { len = 3; lo = 0xa0; }
-    else if ((b0 >= 0xe1 && b0 <= 0xec) || b0 == 0xee || b0 == 0xef) len = 3;
-    else if (b0 == 0xed) { len = 3; hi = 0x9f; }
-    else if (b0 == 0xf0) { len = 4; lo = 0x90; }
-    else if (b0 >= 0xf1 && b0 <= 0xf3) len = 4;
-    else if (b0 == 0xf4) { len = 4; hi = 0x8f; }
+    const auto [len, lo, hi] = utf8_lead(b0);
     if (len == 0) {
       out.append(kReplacement);
       ++i;
@@ -314,13 +314,13 @@ void append_utf8_lossy(std::string_view s, std::string& out) {
     }
     // The maximal valid prefix of the sequence is replaced by one U+FFFD if it is incomplete.
     std::size_t k = 1;
-    for (; k < static_cast<std::size_t>(len) && i + k < s.size(); ++k) {
+    for (; k < len && i + k < s.size(); ++k) {
       const auto b = static_cast<unsigned char>(s[i + k]);
       const unsigned char min = k == 1 ? lo : 0x80;
       const unsigned char max = k == 1 ? hi : 0xbf;
       if (b < min || b > max) break;
     }
-    if (k == static_cast<std::size_t>(len)) {
+    if (k == len) {
       out.append(s.substr(i, k));
     } else {
       out.append(kReplacement);
