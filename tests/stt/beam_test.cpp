@@ -13,25 +13,14 @@
 #include <vector>
 
 #include "brisvox/error.h"
+#include "toy_whisper.h"
 
 namespace brisvox {
 namespace {
 
-// A vocabulary of 10 text tokens (0-9), specials 10-19 and 51 timestamps, as search_test.cpp's.
-constexpr int kEot = 10, kSot = 11, kEn = 12, kDe = 13, kTranslate = 14, kTranscribe = 15, kSotLm = 16,
-              kSotPrev = 17, kNoSpeech = 18, kNoTimestamps = 19, kTs0 = 20, kVocab = 71;
-constexpr int kBlank = 0;
+using namespace toy;  // the toy configuration (toy_whisper.h), English-only here
 
-WhisperConfig config() {
-  WhisperConfig c;
-  c.dims = {80, 1500, 8, 2, 1, kVocab, 40, 8, 2, 1};
-  c.tokens = {kEot, kSot, kTranslate, kTranscribe, kSotLm, kSotPrev, kNoSpeech, kNoTimestamps, kTs0, kBlank};
-  c.multilingual = false;
-  c.languages = {{"en", kEn}, {"de", kDe}};
-  c.suppress_tokens = {3, kTranslate, kTranscribe, kSot, kSotPrev, kSotLm, kNoSpeech};
-  c.suppress_blank = {kBlank, kEot};
-  return c;
-}
+WhisperConfig config() { return toy::config(false); }
 
 // The simulated decoder: logits of a prefix (every token fed so far, the prompt's included).
 // Pseudo-random per (prefix, token) in [-3, 3]; <|endoftext|> grows likelier with length, so that
