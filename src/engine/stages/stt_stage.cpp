@@ -220,38 +220,33 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
 bool SttAdapter::conclude_attempt(SttRequest& r) {
   const WhisperBeamSearch& search = *r.search;
   const SttOptions& options = r.stage->options();
-  Transcript t;
-  t.avg_logprob = static_cast<float>(search.avg_logprob());
-  t.no_speech_prob = search.no_speech_prob();
-  t.hit_token_limit = search.hit_token_limit();
-  t.window_frames = r.window_frames;
-  t.language = search.language();
-  t.language_probability = search.language_probability();
-  t.text = model_->decode(search.tokens());
+  Transcript tried;
+  tried.avg_logprob = static_cast<float>(search.avg_logprob());
+  tried.no_speech_prob = search.no_speech_prob();
+  tried.hit_token_limit = search.hit_token_limit();
+  tried.window_frames = r.window_frames;
+  tried.language = search.language();
+  tried.language_probability = search.language_probability();
+  tried.text = model_->decode(search.tokens());
   const WhisperAttempt attempt{options.fallback.temperatures[r.attempt], search.avg_logprob(), search.no_speech_prob(),
-                               whisper_compression_ratio(t.text)};
-  t.temperature = attempt.temperature;
-  t.compression_ratio = static_cast<float>(attempt.compression_ratio);
-  const float ratio_threshold = options.fallback.compression_ratio_threshold;
-  const bool again = whisper_needs_fallback(attempt, options.decode, ratio_threshold);
-  if (again && r.attempt + 1 < r.stage->attempts()) {
+                               whisper_compression_ratio(tried.text)};
+  tried.temperature = attempt.temperature;
+  tried.compression_ratio = static_cast<float>(attempt.compression_ratio);
+  r.attempts.push_back(attempt);
+  r.results.push_back(std::move(tried));
+  const std::optional<std::size_t> keep = whisper_kept_attempt(r.attempts, r.stage->attempts(), options.decode,
+                                                               options.fallback.compression_ratio_threshold);
+  if (!keep) {
     // The next temperature on the same lanes: the first still holds the encoder output.
     const int language = search.language_token();
     const float probability = search.language_probability();
-    r.attempts.push_back(attempt);
-    r.results.push_back(std::move(t));
     ++r.attempt;
     for (int lane : r.lanes) decoder_.begin(lane, WhisperEncoder::positions(r.window_frames));
     r.search.emplace(r.stage->search(r.attempt));
     if (language >= 0 && model_->config().multilingual) r.search->set_language(language, probability);
     return true;
   }
-  if (again && !r.attempts.empty()) {
-    // Every temperature failed: faster-whisper keeps the best of the attempts.
-    r.attempts.push_back(attempt);
-    r.results.push_back(std::move(t));
-    t = std::move(r.results[whisper_pick_attempt(r.attempts, ratio_threshold)]);
-  }
+  Transcript t = std::move(r.results[*keep]);
   if (t.hit_token_limit && r.window_frames < full_frames_ && options.fit_fallback) {
     // Whisper repeated itself in the cut window: the full window, from the encoder on.
     release_lanes(r);
@@ -261,8 +256,7 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
     return true;
   }
   // faster-whisper's skip rule, on the attempt kept.
-  t.no_speech = t.no_speech_prob > options.decode.no_speech_threshold &&
-                !(t.avg_logprob > options.decode.log_prob_threshold);
+  t.no_speech = whisper_no_speech(t.no_speech_prob, t.avg_logprob, options.decode);
   if (t.no_speech) t.text.clear();
   r.transcript = std::move(t);
   finish(r);

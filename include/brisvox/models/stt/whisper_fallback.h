@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,12 @@ double whisper_compression_ratio(std::string_view text);
 // no_speech_threshold with avg_logprob below log_prob_threshold).
 bool whisper_needs_fallback(const WhisperAttempt& attempt, const WhisperDecodeOptions& options,
                             float compression_ratio_threshold);
+
+// After the last of `attempts` (of `temperatures` in all): the index of the attempt to keep (the
+// last one when it needs no fallback, whisper_pick_attempt's when none is left to try), or nullopt
+// to decode again at the next temperature.
+std::optional<std::size_t> whisper_kept_attempt(std::span<const WhisperAttempt> attempts, std::size_t temperatures,
+                                                const WhisperDecodeOptions& options, float compression_ratio_threshold);
 
 // The attempt to keep when every one needed a fallback: the best avg_logprob among those whose
 // compression ratio is within the threshold, or among all when none is (the first on a tie).

@@ -100,6 +100,10 @@ struct WhisperDecodeOptions {
   int width() const { return temperature > 0.0f ? best_of : beam_size; }
 };
 
+// faster-whisper's skip rule: no speech when no_speech_prob is above the options'
+// no_speech_threshold, unless avg_logprob is above their log_prob_threshold.
+bool whisper_no_speech(float no_speech_prob, double avg_logprob, const WhisperDecodeOptions& options) noexcept;
+
 class WhisperSearch {
  public:
   // Throws Error(kInvalidArgument) for an unknown language (listing the model's codes), a

@@ -60,8 +60,7 @@ double WhisperBeamSearch::avg_logprob() const {
 }
 
 bool WhisperBeamSearch::no_speech() const {
-  const WhisperDecodeOptions& o = search_->options();
-  return no_speech_prob() > o.no_speech_threshold && !(avg_logprob() > o.log_prob_threshold);
+  return whisper_no_speech(no_speech_prob(), avg_logprob(), search_->options());
 }
 
 void WhisperBeamSearch::consume(std::span<const std::span<float>> logits) {

@@ -95,6 +95,13 @@ bool whisper_needs_fallback(const WhisperAttempt& a, const WhisperDecodeOptions&
   return needs;
 }
 
+std::optional<std::size_t> whisper_kept_attempt(std::span<const WhisperAttempt> attempts, std::size_t temperatures,
+                                                const WhisperDecodeOptions& options, float compression_ratio_threshold) {
+  if (!whisper_needs_fallback(attempts.back(), options, compression_ratio_threshold)) return attempts.size() - 1;
+  if (attempts.size() < temperatures) return std::nullopt;
+  return whisper_pick_attempt(attempts, compression_ratio_threshold);
+}
+
 std::size_t whisper_pick_attempt(std::span<const WhisperAttempt> attempts, float compression_ratio_threshold) {
   std::size_t best = attempts.size();
   for (int pass = 0; pass < 2 && best == attempts.size(); ++pass) {

@@ -241,11 +241,11 @@ double WhisperSequence::avg_logprob() const {
   return sum_logprob_ / static_cast<double>(tokens_.size() + 1);
 }
 
-bool WhisperSequence::no_speech() const {
-  const WhisperDecodeOptions& o = search_->options_;
-  // faster-whisper: skip if no_speech_prob > threshold, unless avg_logprob > log_prob_threshold.
-  return no_speech_prob_ > o.no_speech_threshold && !(avg_logprob() > o.log_prob_threshold);
+bool whisper_no_speech(float no_speech_prob, double avg_logprob, const WhisperDecodeOptions& o) noexcept {
+  return no_speech_prob > o.no_speech_threshold && !(avg_logprob > o.log_prob_threshold);
 }
+
+bool WhisperSequence::no_speech() const { return whisper_no_speech(no_speech_prob_, avg_logprob(), search_->options_); }
 
 void WhisperSequence::consume(std::span<float> logits) {
   if (done_) return;

@@ -244,22 +244,20 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         seg.tokens.assign(bs.tokens().begin(), bs.tokens().end());
         seg.avg_logprob = bs.avg_logprob();
         seg.no_speech_prob = bs.no_speech_prob();
-        seg.no_speech = bs.no_speech();
         seg.hit_token_limit = bs.hit_token_limit();
         seg.window_frames = win.frames;
         seg.language = std::string(bs.language());
         seg.language_probability = bs.language_probability();
         seg.temperature = options.fallback.temperatures[d.attempt];
-        const std::string text = m.model.decode(seg.tokens);
-        seg.compression_ratio = whisper_compression_ratio(text);
-        seg.text = seg.no_speech ? std::string() : text;
-        const WhisperAttempt attempt{seg.temperature, seg.avg_logprob, seg.no_speech_prob, seg.compression_ratio};
-        d.attempts.push_back(attempt);
+        seg.text = m.model.decode(seg.tokens);
+        seg.compression_ratio = whisper_compression_ratio(seg.text);
+        d.attempts.push_back({seg.temperature, seg.avg_logprob, seg.no_speech_prob, seg.compression_ratio});
         d.results.push_back(std::move(seg));
         const int language = bs.language_token();
         const float language_probability = bs.language_probability();
-        if (whisper_needs_fallback(attempt, options.decode, options.fallback.compression_ratio_threshold) &&
-            d.attempt + 1 < searches.size()) {
+        const std::optional<std::size_t> keep =
+            whisper_kept_attempt(d.attempts, searches.size(), options.decode, options.fallback.compression_ratio_threshold);
+        if (!keep) {
           // Again from the same encoder output, at the next temperature, in the same language.
           ++d.attempt;
           for (int lane : d.lanes) m.decoder.begin(lane, WhisperEncoder::positions(frames));
@@ -267,15 +265,10 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
           if (language >= 0 && m.model.config().multilingual) d.search->set_language(language, language_probability);
           continue;
         }
-        const std::size_t pick = d.attempts.size() == 1 || !whisper_needs_fallback(attempt, options.decode,
-                                                                                   options.fallback.compression_ratio_threshold)
-                                     ? d.attempts.size() - 1
-                                     : whisper_pick_attempt(d.attempts, options.fallback.compression_ratio_threshold);
-        WhisperSegment& chosen = d.results[pick];
+        WhisperSegment& chosen = d.results[*keep];
         chosen.attempts = d.attempts;
         // faster-whisper's skip rule on the attempt kept.
-        chosen.no_speech = chosen.no_speech_prob > options.decode.no_speech_threshold &&
-                           !(chosen.avg_logprob > options.decode.log_prob_threshold);
+        chosen.no_speech = whisper_no_speech(chosen.no_speech_prob, chosen.avg_logprob, options.decode);
         if (chosen.no_speech) chosen.text.clear();
         const bool refit = chosen.hit_token_limit && win.frames < full && options.fit_fallback;
         transcript.segments[d.window] = std::move(chosen);
