@@ -222,6 +222,65 @@ TEST(EngineStt, BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams) 
   EXPECT_EQ(engine.stats().model("stt").run_errors, 0u);
 }
 
+TEST(EngineStt, WordTimestampsAreTheTranscribersOnTheSameAudio) {
+  // Two streams at once with word timestamps: each segment's alignment pass shares decoder steps
+  // with the other stream's decoding and alignment. Its words must be what the single-stream
+  // transcriber finds on the segment's audio, placed at the segment's start (within one encoder
+  // position, 20 ms: batching may move a nearly tied path by one). The first word of a later
+  // segment may differ: the pause rule looks back at the previous segment's words, which the
+  // transcriber of one segment does not have.
+  Engine engine(stt_engine(4));
+  const WhisperModel model = WhisperModel::load(test::whisper_tiny_en());
+  const auto& sample = test::sample_audio().samples;
+  const std::size_t half = sample.size() / 2;
+  const std::vector<float> inputs[2] = {std::vector<float>(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(half)),
+                                        std::vector<float>(sample.begin() + static_cast<std::ptrdiff_t>(half), sample.end())};
+  StreamConfig sc;
+  sc.stt = SttOptions{};
+  sc.stt->word_timestamps = true;
+  std::vector<Transcribed> got[2];
+  {
+    Stream a = engine.open_stream(sc);
+    Stream b = engine.open_stream(sc);
+    std::thread other([&] { got[1] = transcripts_of(b, inputs[1]); });
+    got[0] = transcripts_of(a, inputs[0]);
+    other.join();
+  }
+  WhisperTranscribeOptions reference;
+  reference.word_timestamps = true;
+  std::size_t words = 0;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_GE(got[i].size(), 1u);
+    for (std::size_t k = 0; k < got[i].size(); ++k) {
+      const Transcribed& t = got[i][k];
+      const auto begin = static_cast<std::size_t>(std::llround(t.event.start_s * 16000));
+      const auto end = std::min(static_cast<std::size_t>(std::llround(t.event.end_s * 16000)), inputs[i].size());
+      const WhisperTranscript want =
+          transcribe(model, std::span<const float>(inputs[i]).subspan(begin, end - begin), 16000, reference);
+      ASSERT_EQ(want.segments.size(), 1u);
+      EXPECT_EQ(t.transcript.text, want.text());
+      const auto& w = want.segments[0].words;
+      ASSERT_EQ(t.transcript.words.size(), w.size()) << "stream " << i << " at " << t.event.start_s;
+      std::string joined;
+      for (std::size_t j = 0; j < w.size(); ++j) {
+        const WhisperWord& x = t.transcript.words[j];
+        joined += x.text;
+        EXPECT_EQ(x.text, w[j].text);
+        EXPECT_NEAR(x.end_s, t.event.start_s + w[j].end_s, 0.021) << x.text;
+        if (j > 0 || k == 0) {
+          EXPECT_NEAR(x.start_s, t.event.start_s + w[j].start_s, 0.021) << x.text;
+        }
+        EXPECT_LE(x.start_s, x.end_s);
+        EXPECT_NEAR(x.probability, w[j].probability, 1e-3);
+        ++words;
+      }
+      EXPECT_EQ(joined, t.transcript.text);
+    }
+  }
+  EXPECT_GT(words, 20u);
+  EXPECT_EQ(engine.stats().model("stt").run_errors, 0u);
+}
+
 TEST(EngineStt, StreamsWaitingForTheOneRequestSlotAllGetTheirTranscripts) {
   // One request slot (max_batch 1, one worker) for four streams of three segments each: streams
   // wait for the slot over and over, each slot given back must wake whoever still waits (a stream

@@ -131,7 +131,8 @@ def brisvox_config(w, tokens: dict, ct2_config: dict, vocab_size: int) -> dict:
         # list (suppress_ids_begin: " " and <|endoftext|>) for the first sampled token.
         "suppress_tokens": [int(i) for i in ct2_config["suppress_ids"]],
         "suppress_blank": [int(i) for i in ct2_config["suppress_ids_begin"]],
-        "alignment_heads": ct2_config.get("alignment_heads", []),
+        "alignment_heads": ct2_config.get("alignment_heads")
+        or whisper_onnx.default_alignment_heads(w.dims),
         "vocabulary_size": vocab_size,
         "files": {"encoder": "encoder.onnx", "decoder": "decoder.onnx",
                   "vocabulary": "vocabulary.txt"},
@@ -139,8 +140,9 @@ def brisvox_config(w, tokens: dict, ct2_config: dict, vocab_size: int) -> dict:
 
 
 def write_brisvox(w, tokens, ct2_config, vocab_path, out_dir, weights="float32"):
+    heads = ct2_config.get("alignment_heads") or whisper_onnx.default_alignment_heads(w.dims)
     for name, model in (("encoder.onnx", whisper_onnx.brisvox_encoder(w)),
-                        ("decoder.onnx", whisper_onnx.brisvox_decoder(w))):
+                        ("decoder.onnx", whisper_onnx.brisvox_decoder(w, heads))):
         if weights == "int8":
             # The encoder's 1500-row products are compute-bound (per-column int8, dynamic
             # activations); a decoder step is memory-bound (8-bit blocks): weight_quant.py.

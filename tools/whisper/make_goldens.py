@@ -36,6 +36,11 @@ backwards (every 60th file of the sorted directory, 12), speech-like sounds that
 of, so that the temperature fallback fires on some: each segment also records faster-whisper's
 first attempt alone (temperature 0 only: avg_logprob, compression_ratio, no_speech_prob).
 
+--word-timestamps: faster-whisper's word_timestamps=True (its default punctuation merging); each
+segment also records its start and end and its words ([start, end, word, probability]). With
+word timestamps faster-whisper starts the next window at the last word's end, so a recording's
+later windows may differ from brisvox's (consecutive 30 s windows).
+
 --prompt TEXT / --hotwords TEXT: faster-whisper's initial_prompt and hotwords (with --multilingual:
 every fourth of its prompts, 25).
 
@@ -126,6 +131,7 @@ def main(argv=None):
                     help="greedy (beam 1, temperature 0) or faster-whisper's default beam search and fallback")
     ap.add_argument("--reversed", action="store_true",
                     help="English prompts played backwards, with the first attempt recorded (fallback tests)")
+    ap.add_argument("--word-timestamps", action="store_true", help="faster-whisper's word_timestamps=True")
     ap.add_argument("--prompt", help="faster-whisper's initial_prompt")
     ap.add_argument("--hotwords", help="faster-whisper's hotwords")
     args = ap.parse_args(argv)
@@ -134,6 +140,8 @@ def main(argv=None):
         options["initial_prompt"] = args.prompt
     if args.hotwords:
         options["hotwords"] = args.hotwords
+    if args.word_timestamps:
+        options["word_timestamps"] = True
     if args.decoding == "faster-whisper":
         options.update(beam_size=5, best_of=5, patience=1.0, length_penalty=1.0,
                        temperature=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], compression_ratio_threshold=2.4,
@@ -166,7 +174,10 @@ def main(argv=None):
             segments, info = model.transcribe(audio, **options)
             segs = [{"text": s.text, "tokens": list(s.tokens), "avg_logprob": s.avg_logprob,
                      "no_speech_prob": s.no_speech_prob, "temperature": s.temperature,
-                     "compression_ratio": s.compression_ratio} for s in segments]
+                     "compression_ratio": s.compression_ratio} | (
+                        {"seek": s.seek, "start": s.start, "end": s.end,
+                         "words": [[w.start, w.end, w.word, w.probability] for w in s.words]}
+                        if args.word_timestamps else {}) for s in segments]
             utterances.append({"name": name, "corpus": corpus,
                                "file": os.path.relpath(path, "/usr/share"),
                                "samples_16k": int(audio.size), "reference": reference,

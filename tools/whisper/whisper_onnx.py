@@ -28,6 +28,10 @@ brisvox decoder batches across sequences):
     out  new_kv     float32 [batch, n_text_layer, 2, n_text_state]  this token's key (0) and
          value (1) in every layer (head-major inside n_text_state), for the caller to store at
          row `positions` of its cache
+    out  alignment  float32 [batch, alignment heads, audio]  the scaled, masked cross-attention
+         scores (before the softmax) of the heads whisper.json's alignment_heads names, in that
+         order: the rows word timestamps are computed from (src/models/stt/whisper/
+         whisper_alignment.cpp, as CTranslate2's Whisper::align)
   The step reads the whole cache/audio capacity it is given (masked), so its cost does not grow
   with the prefix; nothing in it depends on another sequence of the batch.
 
@@ -267,11 +271,26 @@ def brisvox_encoder(w) -> onnx.ModelProto:
     return g.model(doc="brisvox Whisper encoder: log-mel -> cross-attention K/V of every layer")
 
 
-def brisvox_decoder(w) -> onnx.ModelProto:
+def default_alignment_heads(dims) -> list:
+    """CTranslate2's converter's choice when a model names none: every head of the decoder's
+    second half."""
+    L, H = dims.n_text_layer, dims.n_text_head
+    return [[l, h] for l in range(L // 2, L) for h in range(H)]
+
+
+def brisvox_decoder(w, alignment_heads=None) -> onnx.ModelProto:
+    """alignment_heads: [[layer, head], ...] (config.json's, which word timestamps use); their
+    cross-attention scores are the output `alignment` [batch, heads, audio]."""
     check_dims(w)
     dm = w.dims
     d, L, H = dm.n_text_state, dm.n_text_layer, dm.n_text_head
     hd = d // H
+    heads = [list(map(int, p)) for p in (alignment_heads or default_alignment_heads(dm))]
+    for layer, head in heads:
+        if not (0 <= layer < L and 0 <= head < H):
+            raise ValueError(f"alignment head {[layer, head]} is outside {L} layers x {H} heads")
+    heads_of = {i: [h for (l, h) in heads if l == i] for i in range(L)}
+    alignment = []
     g = Graph("whisper_decoder_step")
     tokens = g.add_input("tokens", TensorProto.INT64, ["batch"])
     positions = g.add_input("positions", TensorProto.INT64, ["batch"])
@@ -332,6 +351,9 @@ def brisvox_decoder(w) -> onnx.ModelProto:
         q = linear(g, h, layer.cross_q, n + ".cross_attn.query")
         s = g.op("MatMul", [cross_k[i], g.op("Reshape", [q, as_column])])  # [B,H,T,1]
         s = g.op("Add", [g.op("Mul", [g.op("Reshape", [s, as_row]), scale]), cross_mask])
+        if heads_of[i]:  # the scores before the softmax, as CTranslate2's align() takes them
+            picked = g.op("Gather", [s, g.i64(heads_of[i])], axis=1)  # [B,a,1,T]
+            alignment.append(g.op("Squeeze", [picked, g.i64([2])]))
         o = g.op("MatMul", [g.op("Softmax", [s], axis=-1), cross_v[i]])  # [B,H,1,hd]
         x = g.op("Add", [x, linear(g, g.op("Reshape", [o, flat]), layer.cross_out,
                                    n + ".cross_attn.out")])
@@ -343,6 +365,8 @@ def brisvox_decoder(w) -> onnx.ModelProto:
     kv = g.op("Reshape", [kv, g.i64([0, L, 2, d])])
     g.add_output("logits", logits, TensorProto.FLOAT, ["batch", dm.n_vocab])
     g.add_output("new_kv", kv, TensorProto.FLOAT, ["batch", L, 2, d])
+    scores = alignment[0] if len(alignment) == 1 else g.op("Concat", alignment, axis=1)
+    g.add_output("alignment", scores, TensorProto.FLOAT, ["batch", len(heads), "audio"])
     return g.model(doc="brisvox Whisper decoder step: one token per sequence, KV cache in/out")
 
 

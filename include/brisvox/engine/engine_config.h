@@ -175,6 +175,10 @@ struct SttOptions {
   // segment is kept for the rest (kFirst; segments already in the decoder then detect their
   // own), or each segment detects its own (kEach).
   WhisperLanguageDetection language_detection = WhisperLanguageDetection::kFirst;
+  // Word timestamps (whisper_words.h): after its text, each segment's tokens are fed through the
+  // decoder once more (an alignment pass, one step per token), and the transcript carries its
+  // words. Needs a model converted with alignment heads (tools/whisper/convert_ct2.py).
+  bool word_timestamps = false;
 };
 
 struct StreamConfig {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "brisvox/models/stt/whisper_words.h"
 
 namespace brisvox {
 
@@ -24,6 +27,8 @@ struct Transcript {
   // compression ratio (whisper_fallback.h).
   float temperature = 0.0f;
   float compression_ratio = 0.0f;
+  // With word timestamps (SttOptions::word_timestamps): its words, times in stream seconds.
+  std::vector<WhisperWord> words;
 };
 
 }  // namespace brisvox

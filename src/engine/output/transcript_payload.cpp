@@ -9,14 +9,38 @@ namespace {
 constexpr std::uint32_t kNoSpeech = 1;
 constexpr std::uint32_t kHitTokenLimit = 2;
 
+template <typename T>
+void append(std::vector<std::byte>& out, const T& value) {
+  const auto* p = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+void append_text(std::vector<std::byte>& out, const std::string& text) {
+  const auto* p = reinterpret_cast<const std::byte*>(text.data());
+  out.insert(out.end(), p, p + text.size());
+}
+
 }  // namespace
 
-TranscriptHeader transcript_header(const Transcript& t) noexcept {
-  TranscriptHeader h{t.avg_logprob, t.no_speech_prob,
-                     (t.no_speech ? kNoSpeech : 0u) | (t.hit_token_limit ? kHitTokenLimit : 0u), t.window_frames,
-                     t.language_probability, t.temperature, t.compression_ratio, {}};
+void encode_transcript(const Transcript& t, std::vector<std::byte>& out) {
+  out.clear();
+  TranscriptHeader h{t.avg_logprob,
+                     t.no_speech_prob,
+                     (t.no_speech ? kNoSpeech : 0u) | (t.hit_token_limit ? kHitTokenLimit : 0u),
+                     t.window_frames,
+                     t.language_probability,
+                     t.temperature,
+                     t.compression_ratio,
+                     {},
+                     static_cast<std::uint32_t>(t.text.size()),
+                     static_cast<std::uint32_t>(t.words.size())};
   std::memcpy(h.language, t.language.data(), std::min(t.language.size(), sizeof(h.language) - 1));
-  return h;
+  append(out, h);
+  append_text(out, t.text);
+  for (const WhisperWord& w : t.words) {
+    append(out, TranscriptWordHeader{w.start_s, w.end_s, w.probability, static_cast<std::uint32_t>(w.text.size())});
+    append_text(out, w.text);
+  }
 }
 
 Transcript decode_transcript(std::span<const std::byte> payload) {
@@ -33,7 +57,19 @@ Transcript decode_transcript(std::span<const std::byte> payload) {
   t.temperature = h.temperature;
   t.compression_ratio = h.compression_ratio;
   t.language.assign(h.language, strnlen(h.language, sizeof(h.language)));
-  t.text.assign(reinterpret_cast<const char*>(payload.data()) + sizeof(h), payload.size() - sizeof(h));
+  std::span<const std::byte> rest = payload.subspan(sizeof(h));
+  const std::size_t text = std::min<std::size_t>(h.text_bytes, rest.size());
+  t.text.assign(reinterpret_cast<const char*>(rest.data()), text);
+  rest = rest.subspan(text);
+  for (std::uint32_t k = 0; k < h.words && rest.size() >= sizeof(TranscriptWordHeader); ++k) {
+    TranscriptWordHeader w{};
+    std::memcpy(&w, rest.data(), sizeof(w));
+    rest = rest.subspan(sizeof(w));
+    if (w.text_bytes > rest.size()) break;
+    t.words.push_back({w.start_s, w.end_s, std::string(reinterpret_cast<const char*>(rest.data()), w.text_bytes),
+                       w.probability});
+    rest = rest.subspan(w.text_bytes);
+  }
   return t;
 }
 

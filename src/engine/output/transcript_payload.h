@@ -1,10 +1,12 @@
-// A kTranscript event's payload: a 40-byte header, then the text (UTF-8). The stt stage writes it
-// (transcript_header + the text), the stream's reader reads it back (decode_transcript).
+// A kTranscript event's payload: a 48-byte header, the text (UTF-8), then its words, each a
+// TranscriptWordHeader and the word's text. The stt stage writes it (encode_transcript), the
+// stream's reader reads it back (decode_transcript).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "brisvox/engine/transcript.h"
 
@@ -19,12 +21,23 @@ struct TranscriptHeader {
   float temperature;
   float compression_ratio;
   char language[12];  // the code, NUL-padded (Whisper's longest is 3 bytes)
+  std::uint32_t text_bytes;
+  std::uint32_t words;
 };
-static_assert(sizeof(TranscriptHeader) == 40);
+static_assert(sizeof(TranscriptHeader) == 48);
 
-// Everything of `t` but its text.
-TranscriptHeader transcript_header(const Transcript& t) noexcept;
-// The payload back into a Transcript; a payload shorter than the header gives an empty one.
+struct TranscriptWordHeader {
+  double start_s;
+  double end_s;
+  float probability;
+  std::uint32_t text_bytes;
+};
+static_assert(sizeof(TranscriptWordHeader) == 24);
+
+// `t` as a payload, into `out` (cleared; it grows only past its capacity).
+void encode_transcript(const Transcript& t, std::vector<std::byte>& out);
+// The payload back into a Transcript; a payload shorter than the header gives an empty one, and
+// words that do not fit what is there are left out.
 Transcript decode_transcript(std::span<const std::byte> payload);
 
 }  // namespace brisvox::engine

@@ -30,7 +30,7 @@ int max_width_of(const ModelSpec& spec) { return option_of(spec, "max_width", 1)
 int max_tokens_of(const ModelSpec& spec, const WhisperModel& model) {
   const int prompt = option_of(spec, "prompt_tokens", 0);
   const int n_ctx = model.config().dims.n_text_ctx;
-  return prompt == 0 ? 0 : std::min(n_ctx, 4 + n_ctx / 2 + 1 + prompt);
+  return prompt == 0 ? 0 : std::min(n_ctx, 5 + n_ctx / 2 + 1 + prompt);
 }
 
 }  // namespace
@@ -45,6 +45,12 @@ SttStage::SttStage(const SttOptions& options, SttPool& stt_pool) : pool_(&stt_po
     searches_.emplace_back(stt_pool.model().config(), d, &stt_pool.model().vocabulary());
   }
   width_ = options.fallback.max_width(options.decode);
+  if (options.word_timestamps && stt_pool.alignment_heads() == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("word timestamps need a Whisper decoder with alignment heads; model '{}' has none (convert "
+                            "it again with tools/whisper/convert_ct2.py, brisvox layout)",
+                            stt_pool.model().folder()));
+  }
   if (width_ > stt_pool.max_width()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the stt stage decodes a segment as {} sequences (beam_size {}, best_of {}), the model's "
@@ -92,6 +98,11 @@ std::int64_t SttAdapter::prepare(SttRequest& r, std::size_t row) {
   if (r.key == decode_key_) {
     decoding_ = true;
     if (row == 0) batch_lanes_ = 0;
+    if (r.aligner) {
+      tokens_[static_cast<std::size_t>(r.lanes.front())] = r.aligner->next_token();
+      batch_lanes_ += r.lanes.size();
+      return r.ready_since_ns;
+    }
     const WhisperBeamSearch& search = *r.search;
     for (std::size_t k = 0; k < r.lanes.size(); ++k) {
       // Lanes without a live sequence yet (the prompt is decoded in the first) feed any token.
@@ -199,10 +210,23 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     r.attempt = 0;
     r.attempts.clear();
     r.results.clear();
+    r.result_tokens.clear();
+    r.aligner.reset();
+    r.timings.clear();
     r.search.emplace(r.stage->search());
     r.stage->adopt_language(*r.search);
     r.key = decode_key_;
     return true;
+  }
+  if (r.aligner) {
+    const int lane = r.lanes.front();
+    r.aligner->consume(decoder_.logits(lane), decoder_.alignment(lane), decoder_.max_audio_positions());
+    if (!r.aligner->done()) return true;
+    r.timings = whisper_word_timings(model_->vocabulary(), model_->config().tokens.eot, r.transcript.language,
+                                     *r.aligner);
+    r.aligner.reset();
+    finish(r);
+    return false;
   }
   WhisperBeamSearch& search = *r.search;
   const auto width = static_cast<std::size_t>(search.width());
@@ -234,6 +258,7 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
   tried.compression_ratio = static_cast<float>(attempt.compression_ratio);
   r.attempts.push_back(attempt);
   r.results.push_back(std::move(tried));
+  if (options.word_timestamps) r.result_tokens.emplace_back(search.tokens().begin(), search.tokens().end());
   const std::optional<std::size_t> keep = whisper_kept_attempt(r.attempts, r.stage->attempts(), options.decode,
                                                                options.fallback.compression_ratio_threshold);
   if (!keep) {
@@ -259,8 +284,39 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
   t.no_speech = whisper_no_speech(t.no_speech_prob, t.avg_logprob, options.decode);
   if (t.no_speech) t.text.clear();
   r.transcript = std::move(t);
+  if (options.word_timestamps && !r.transcript.no_speech && !r.result_tokens[*keep].empty()) {
+    return start_alignment(r, r.result_tokens[*keep], search.language_token());
+  }
   finish(r);
   return false;
+}
+
+bool SttAdapter::start_alignment(SttRequest& r, std::span<const int> tokens, int language) {
+  // faster-whisper's sot_sequence, without any prompt, on the first lane (it holds the encoder
+  // output); the others go back.
+  const WhisperConfig& config = model_->config();
+  int sot_sequence[3] = {config.tokens.sot, language,
+                         r.stage->options().decode.task == WhisperTask::kTranslate ? config.tokens.translate
+                                                                                    : config.tokens.transcribe};
+  const std::size_t sot_length = config.multilingual ? 3 : 1;
+  const std::size_t samples16k = r.num_samples * static_cast<std::size_t>(WhisperFeatures::kSampleRateHz) /
+                                 static_cast<std::size_t>(r.sample_rate_hz);
+  r.aligner.emplace(config, std::span<const int>(sot_sequence, sot_length), tokens,
+                    WhisperFeatures::content_frames(samples16k), decoder_.alignment_heads());
+  if (const int steps = r.aligner->steps(); steps > decoder_.max_tokens()) {
+    r.aligner.reset();
+    r.failed = true;
+    r.error_code = ErrorCode::kInternal;
+    r.error = fmt::format("the word-timestamp pass needs {} decoder positions, the lanes hold {}", steps,
+                          decoder_.max_tokens());
+    finish(r);
+    return false;
+  }
+  for (std::size_t k = 1; k < r.lanes.size(); ++k) decoder_.release(r.lanes[k]);
+  r.lanes.resize(1);
+  decoder_.rewind(r.lanes.front());
+  r.search.reset();
+  return true;
 }
 
 void SttAdapter::release_lanes(SttRequest& r) {
@@ -321,6 +377,7 @@ SttPool::SttPool(const ModelSpec& spec)
             [&](int /*worker*/) { return SttAdapter(*model_, spec, *this); }) {
   max_positions_ = pool_.adapter(0).max_positions();
   max_width_ = pool_.adapter(0).max_width();
+  alignment_heads_ = pool_.adapter(0).alignment_heads();
 }
 
 void SttPool::stop() {
@@ -416,15 +473,21 @@ void SttStage::emit(StreamState& s, SttRequest& r) {
     s.output.emit(ev);
     return;
   }
-  const Transcript& t = r.transcript;
-  const TranscriptHeader h = transcript_header(t);
+  Transcript& t = r.transcript;
+  if (options_.word_timestamps && !t.no_speech) {
+    // Placed here, in segment order: the pause rule looks back at the previous segment's words.
+    double start = r.start_s;
+    double end = r.end_s;
+    t.words = whisper_place_words(std::move(r.timings), r.start_s, start, end, last_speech_s_);
+    last_speech_s_ = t.words.empty() ? r.end_s : t.words.back().end_s;
+  }
+  encode_transcript(t, payload_);
   Event ev;
   ev.type = EventType::kTranscript;
   ev.start_s = r.start_s;
   ev.end_s = r.end_s;
   ev.probability = t.no_speech_prob;
-  s.output.emit_with_payload(ev, std::as_bytes(std::span(&h, 1)),
-                             std::as_bytes(std::span(t.text.data(), t.text.size())), false);
+  s.output.emit_with_payload(ev, payload_, {}, false);
 }
 
 void SttStage::release(SttRequest& r) {

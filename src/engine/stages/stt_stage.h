@@ -15,8 +15,12 @@
 //      and copied to the others when its hypotheses spread; a result that needs the temperature
 //      fallback is decoded again at the next temperature on the same lanes, without a new encoder
 //      run;
-//   3. the result into the stream's mailbox, the stream woken on its VAD worker, which alone emits
-//      the kTranscript event (text as payload) and then gives the request slot back.
+//   3. with word timestamps, the alignment pass (whisper_words.h): the kept attempt's tokens fed on
+//      the first lane (the others given back), in the same decoder steps as the other segments;
+//   4. the result into the stream's mailbox, the stream woken on its VAD worker, which alone emits
+//      the kTranscript event (text and words as payload; the words placed there, in segment order,
+//      since the pause rule looks back at the previous segment's last word) and then gives the
+//      request slot back.
 // A decoder step runs every busy lane of the worker, so every segment being decoded must be in
 // each decode batch: they are (they are queued again together after each step, and the decoder
 // has max_batch x max_width lanes), and run() checks it.
@@ -43,6 +47,7 @@
 #include "brisvox/models/stt/whisper_features.h"
 #include "brisvox/models/stt/whisper_model.h"
 #include "brisvox/models/stt/whisper_search.h"
+#include "brisvox/models/stt/whisper_words.h"
 #include "engine/pool/batch_pool.h"
 #include "engine/pool/request_slots.h"
 #include "engine/stream/audio_history.h"
@@ -71,8 +76,9 @@ class SttStage final : public Stage {
 
   // The longest segment's audio, with the segmenter's look-ahead.
   std::size_t history_samples(int model_rate_hz, int chunk_samples, const VadOptions& vad) const override;
-  // Transcripts: a header and the text, a few hundred bytes each; room for a few dozen.
-  std::size_t payload_bytes() const override { return 16 * 1024; }
+  // Transcripts: a header and the text, a few hundred bytes each (a few KB with words); room for a
+  // few dozen.
+  std::size_t payload_bytes() const override { return options_.word_timestamps ? 64 * 1024 : 16 * 1024; }
   // Transcripts ready in the mailbox become events, in segment order; a deferred segment is
   // submitted when it can be.
   void collect(StreamState& s) override;
@@ -123,6 +129,10 @@ class SttStage final : public Stage {
   // token published after the probability.
   std::atomic<int> language_token_{-1};
   std::atomic<float> language_probability_{0.0f};
+  // VAD worker only: the end of the last word emitted (word timestamps' pause rule), and the
+  // payload being written.
+  double last_speech_s_ = 0.0;
+  std::vector<std::byte> payload_;
   // Mailbox: requests whose result is ready (their worker), taken by the VAD worker.
   std::mutex mu_;
   std::vector<SttRequest*> done_;  // capacity: the pool's request slots (mu_)
@@ -145,6 +155,9 @@ struct SttRequest : PoolJob {
   std::size_t attempt = 0;             // the fallback temperature being decoded at
   std::vector<WhisperAttempt> attempts;  // what the earlier temperatures gave
   std::vector<Transcript> results;     // and their transcripts
+  std::vector<std::vector<int>> result_tokens;  // and their tokens (for word timestamps)
+  std::optional<WhisperAligner> aligner;  // the word-timestamp pass, after the decoding
+  std::vector<WhisperWordTiming> timings;  // its words, within the segment
   // The result, for the stream's VAD worker.
   Transcript transcript;
   bool failed = false;
@@ -163,6 +176,7 @@ class SttAdapter {
   int key_of_window(int frames) const noexcept;
   int max_positions() const { return decoder_.max_tokens(); }
   int max_width() const noexcept { return max_width_; }
+  int alignment_heads() const { return decoder_.alignment_heads(); }
 
   std::int64_t prepare(SttRequest& r, std::size_t row);
   void run(int key, std::size_t rows);
@@ -179,6 +193,8 @@ class SttAdapter {
   void finish(SttRequest& r);  // the result to the stream, the decoder lanes and the load back
   // The segment's decoding ended: the next temperature, or the transcript. True to decode on.
   bool conclude_attempt(SttRequest& r);
+  // The word-timestamp pass of the kept attempt's `tokens`. True to decode on.
+  bool start_alignment(SttRequest& r, std::span<const int> tokens, int language);
   void release_lanes(SttRequest& r);
 
   const WhisperModel* model_;
@@ -218,6 +234,8 @@ class SttPool final : public ModelPool {
   int max_positions() const noexcept { return max_positions_; }
   // Sequences a segment may be decoded as (the model's "max_width" option): beam_size, best_of.
   int max_width() const noexcept { return max_width_; }
+  // The decoder's alignment heads (0: no word timestamps).
+  int alignment_heads() const noexcept { return alignment_heads_; }
 
   // VAD worker: queues the transcription of `audio` (model-rate samples of the segment
   // [start_s, end_s)) for `stage` of `stream`. False when every request slot is in use: the stream
@@ -243,6 +261,7 @@ class SttPool final : public ModelPool {
   std::unique_ptr<RequestSlots<SttRequest>> slots_;
   int max_positions_ = 0;
   int max_width_ = 1;
+  int alignment_heads_ = 0;
   // Streams holding a segment for a slot, each once (SttStage::waits_for_slot_, under the lock).
   // A slot given back wakes them all: one woken stream may no longer want it (it closed, or
   // another slot came first), and waking only it would leave the others asleep beside a free slot.

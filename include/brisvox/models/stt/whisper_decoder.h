@@ -31,7 +31,7 @@
 //                `position` rows, so each step packs the lane's cached rows into a shared
 //                scratch: O(position) floats copied, growing with the prefix.
 // Memory per lane: bytes_per_lane() (kBrisvox: 8 x n_text_layer x n_text_state x (max_tokens +
-// max_audio_positions + 1) + 4 x n_vocab + 24 bytes). Whisper tiny at the defaults (228 tokens,
+// max_audio_positions + 1) + 4 x n_vocab + 24 bytes). Whisper tiny at the defaults (229 tokens,
 // 1500 positions): 21.5 MB, of which 18.4 MB are the cross-attention keys/values of a full window
 // and 2.8 MB the self-attention cache; with max_audio_positions 500 (fit windows up to 10 s):
 // 9.2 MB. Whisper small (12 layers, width 768): 128 MB at the defaults.
@@ -55,8 +55,9 @@ namespace brisvox {
 struct WhisperDecoderConfig {
   int max_lanes = 8;            // sequences decoded together, 1..256
   // Positions a lane's self-attention cache holds (prompt + generated tokens); 0 = the default,
-  // min(n_text_ctx, 4 + n_text_ctx / 2) = 228 for Whisper: the longest prompt (sot, language,
-  // task, notimestamps) plus faster-whisper's cap of n_text_ctx / 2 sampled tokens.
+  // min(n_text_ctx, 5 + n_text_ctx / 2) = 229 for Whisper: the longest prompt (sot, language,
+  // task, notimestamps) plus faster-whisper's cap of n_text_ctx / 2 sampled tokens, plus the
+  // <|endoftext|> that a word-timestamp pass (whisper_words.h) feeds after them.
   // kSherpaOnnx always uses n_text_ctx (its graph's fixed cache length).
   int max_tokens = 0;
   // Encoder positions a lane holds; 0 = n_audio_ctx (a full window). A decoder made only for fit
@@ -116,6 +117,14 @@ class WhisperDecoder {
   // Lane s's logits from the last step, [n_vocab]; writable so that a search can suppress tokens
   // in place. Valid until the next step().
   std::span<float> logits(int lane);
+
+  // The cross-attention heads whose scores word timestamps use (whisper.json's alignment_heads):
+  // 0 for a model converted without them (only the brisvox layout has them).
+  int alignment_heads() const;
+  // Lane s's scores from the last step, [alignment_heads()][max_audio_positions()]: head a's
+  // row starts at a * max_audio_positions(), its first audio positions valid (scaled q.k before
+  // the softmax). Valid until the next step().
+  std::span<const float> alignment(int lane) const;
 
   // Any thread: makes the Run in progress (and later ones) fail until clear_cancel().
   void cancel_run() noexcept;

@@ -16,8 +16,10 @@
 // whole recording, as faster-whisper does (or each window's own: language_detection kEach).
 // A window whose result needs the fallback (whisper_fallback.h) is decoded again from the same
 // encoder output at the next temperature, in the language first decoded in.
-// Differences: with timestamps the windows still advance by 30 s (faster-whisper seeks to the
-// last timestamp); sampled tokens come from brisvox's generator, not CTranslate2's.
+// With word_timestamps, each window's words (whisper_words.h), placed in window order.
+// Differences: with timestamps, or word timestamps, the windows still advance by 30 s
+// (faster-whisper seeks to the last timestamp, or the last word's end); sampled tokens come from
+// brisvox's generator, not CTranslate2's.
 //
 // Not thread-safe: one transcribe() at a time per object (it owns one encoder and one decoder
 // session). cancel_run() from any thread makes the transcribe() in progress throw
@@ -34,6 +36,7 @@
 #include "brisvox/models/stt/whisper_model.h"
 #include "brisvox/models/stt/whisper_fallback.h"
 #include "brisvox/models/stt/whisper_search.h"
+#include "brisvox/models/stt/whisper_words.h"
 #include "brisvox/runtime/session_config.h"
 
 namespace brisvox {
@@ -51,13 +54,20 @@ struct WhisperTranscribeOptions {
   WhisperLanguageDetection language_detection = WhisperLanguageDetection::kFirst;
   // The temperature fallback (none by default).
   WhisperFallbackOptions fallback;
+  // Word timestamps (whisper_words.h): each window with text gets an alignment pass on its
+  // encoder output, one decoder step per token. Needs a decoder with alignment heads (a model
+  // converted by tools/whisper/convert_ct2.py).
+  bool word_timestamps = false;
+  WhisperWordOptions words;
 
   // faster-whisper's decoding defaults (use_faster_whisper_decoding), the rest default.
   static WhisperTranscribeOptions faster_whisper();
 };
 
 struct WhisperSegment {
-  double start_s = 0.0;  // the window's span in the recording
+  // The window's span in the recording; with word timestamps, narrowed to its words as
+  // faster-whisper does.
+  double start_s = 0.0;
   double end_s = 0.0;
   std::string text;      // as faster-whisper's Segment.text (leading space included); "" if
                          // no_speech
@@ -73,6 +83,7 @@ struct WhisperSegment {
   double compression_ratio = 0.0;  // of its text
   // Every attempt decoded, in temperature order (one unless the fallback fired).
   std::vector<WhisperAttempt> attempts;
+  std::vector<WhisperWord> words;  // with word_timestamps
 };
 
 struct WhisperTranscript {
@@ -91,7 +102,7 @@ struct WhisperTranscriberConfig {
   // Sequences a window may be decoded as (beam_size, best_of): the decoder has max(max_batch,
   // max_width) lanes, and a batch holds as many windows as their sequences fit.
   int max_width = 5;
-  // Positions a decoder lane holds (WhisperDecoderConfig::max_tokens): 0, the default 228, fits
+  // Positions a decoder lane holds (WhisperDecoderConfig::max_tokens): 0, the default 229, fits
   // no prompt; a prompt or hotwords need n_text_ctx (448). The one-shot transcribe() sizes it.
   int max_tokens = 0;
 };

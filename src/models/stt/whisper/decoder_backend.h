@@ -63,6 +63,10 @@ struct WhisperDecoder::Backend {
   std::vector<int> positions;
   std::vector<int> audio_positions;  // 0 until begin()
   std::vector<float> logits;         // [max_lanes, n_vocab]
+  // The model's alignment heads (0: it has no `alignment` output) and their scores from the last
+  // step, [max_lanes, alignment_heads, max_audio].
+  int alignment_heads = 0;
+  std::vector<float> alignment;
 };
 
 namespace whisper_detail {

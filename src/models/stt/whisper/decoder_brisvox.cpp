@@ -46,6 +46,17 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     const auto binding = runtime::check_signature(session.info(), brisvox_signature(d));
     for (const auto& n : binding.input_names) in_names_.add(n);
     for (const auto& n : binding.output_names) out_names_.add(n);
+    // Optional: converters before word timestamps wrote no `alignment` output.
+    for (const TensorInfo& o : session.info().outputs) {
+      if (o.name != "alignment") continue;
+      if (o.dims.size() != 3 || o.dims[1] < 1) {
+        throw Error(ErrorCode::kBadModel,
+                    fmt::format("Whisper decoder '{}': output 'alignment' has shape {}, expected [batch, heads, audio]",
+                                session.info().source, runtime::dims_string(o.dims)));
+      }
+      alignment_heads = static_cast<int>(o.dims[1]);
+      out_names_.add(o.name);
+    }
     in_names_.finish();
     out_names_.finish();
     L_ = static_cast<std::size_t>(d.n_text_layer);
@@ -59,6 +70,8 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     self_.assign(L_ * 2 * S_ * H_ * C_ * hd_, 0.0f);
     cross_.assign(L_ * 2 * S_ * H_ * T_ * hd_, 0.0f);
     new_kv_.assign(S_ * L_ * 2 * D_, 0.0f);
+    const auto A = static_cast<std::size_t>(alignment_heads);
+    alignment.assign(S_ * A * T_, 0.0f);
     tok_.assign(S_, 0);
     pos_.assign(S_, 0);
     len_.assign(S_, 1);
@@ -86,6 +99,10 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
       out.push_back(view(logits.data(), b * V, std::array<int64_t, 2>{nb, d.n_vocab}));
       out.push_back(view(new_kv_.data(), b * L_ * 2 * D_,
                          std::array<int64_t, 4>{nb, d.n_text_layer, 2, d.n_text_state}));
+      if (A > 0) {
+        out.push_back(view(alignment.data(), b * A * T_,
+                           std::array<int64_t, 3>{nb, static_cast<int64_t>(A), static_cast<int64_t>(T_)}));
+      }
       inputs_.push_back(std::move(in));
       outputs_.push_back(std::move(out));
     }
@@ -154,7 +171,8 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
   }
 
   std::size_t bytes_per_lane() const override {
-    return sizeof(float) * (2 * L_ * D_ * (C_ + T_) + static_cast<std::size_t>(config.dims.n_vocab) + 2 * L_ * D_) +
+    return sizeof(float) * (2 * L_ * D_ * (C_ + T_) + static_cast<std::size_t>(config.dims.n_vocab) + 2 * L_ * D_ +
+                            static_cast<std::size_t>(alignment_heads) * T_) +
            3 * sizeof(int64_t);
   }
 

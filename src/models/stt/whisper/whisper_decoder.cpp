@@ -30,7 +30,7 @@ WhisperDecoder::WhisperDecoder(const WhisperModel& model, const WhisperDecoderCo
   if (config.max_lanes < 1 || config.max_lanes > 256) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("Whisper decoder max_lanes must be 1 to 256, got {}", config.max_lanes));
   }
-  const int default_tokens = std::min(d.n_text_ctx, 4 + d.n_text_ctx / 2);
+  const int default_tokens = std::min(d.n_text_ctx, 5 + d.n_text_ctx / 2);
   const int tokens = config.max_tokens == 0 ? default_tokens : config.max_tokens;
   if (tokens < 1 || tokens > d.n_text_ctx) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -195,6 +195,14 @@ void WhisperDecoder::step(std::span<const int> tokens) {
 std::span<float> WhisperDecoder::logits(int lane) {
   check_busy(*backend_, lane, "logits");
   return backend_->lane_logits(lane);
+}
+
+int WhisperDecoder::alignment_heads() const { return backend_->alignment_heads; }
+
+std::span<const float> WhisperDecoder::alignment(int lane) const {
+  check_busy(*backend_, lane, "alignment");
+  const auto n = static_cast<std::size_t>(backend_->alignment_heads) * static_cast<std::size_t>(backend_->max_audio);
+  return {backend_->alignment.data() + static_cast<std::size_t>(lane) * n, n};
 }
 
 void WhisperDecoder::cancel_run() noexcept { backend_->session.cancel_run(); }

@@ -101,6 +101,12 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
                             search.prompt().size(), search.max_new_tokens(), search.max_positions(),
                             m.decoder.max_tokens()));
   }
+  if (options.word_timestamps && m.decoder.alignment_heads() == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("Whisper model '{}' ({} layout) has no alignment heads, which word timestamps need: convert "
+                            "it with tools/whisper/convert_ct2.py (brisvox layout)",
+                            m.model.folder(), to_string(m.model.layout())));
+  }
   const int width = options.fallback.max_width(options.decode);
   if (width > m.decoder.max_lanes()) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -138,7 +144,8 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
   }
 
   // A window being decoded: its lanes (the first holds its encoder output), the attempt at the
-  // current temperature, and the earlier attempts' results.
+  // current temperature, and the earlier attempts' results; then, with word timestamps, its
+  // alignment pass on the first lane.
   struct Decode {
     std::size_t window = 0;
     std::vector<int> lanes;
@@ -146,7 +153,10 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
     std::unique_ptr<WhisperBeamSearch> search;
     std::vector<WhisperAttempt> attempts;
     std::vector<WhisperSegment> results;
+    std::unique_ptr<WhisperAligner> aligner;
+    std::string language;
   };
+  std::vector<std::vector<WhisperWordTiming>> timings(windows.size());
 
   const std::size_t mels = WhisperFeatures::kMels;
   const std::size_t per_batch =
@@ -205,6 +215,7 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
     for (std::size_t live = n; live > 0;) {
       std::fill(tokens.begin(), tokens.end(), eot);  // lanes without a live sequence: any token
       for (const Decode& d : active) {
+        if (d.aligner) tokens[static_cast<std::size_t>(d.lanes.front())] = d.aligner->next_token();
         if (!d.search) continue;
         for (int k = 0; k < d.search->width(); ++k) {
           tokens[static_cast<std::size_t>(d.lanes[static_cast<std::size_t>(k)])] = d.search->next_token(k);
@@ -212,6 +223,17 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
       }
       m.decoder.step(tokens);
       for (Decode& d : active) {
+        if (d.aligner) {
+          const int lane = d.lanes.front();
+          d.aligner->consume(m.decoder.logits(lane), m.decoder.alignment(lane), m.decoder.max_audio_positions());
+          if (d.aligner->done()) {
+            timings[d.window] = whisper_word_timings(m.model.vocabulary(), eot, d.language, *d.aligner);
+            m.decoder.release(lane);
+            d.aligner.reset();
+            --live;
+          }
+          continue;
+        }
         if (!d.search) continue;
         for (int k = 0; k < d.search->width(); ++k) {
           logits[static_cast<std::size_t>(k)] = m.decoder.logits(d.lanes[static_cast<std::size_t>(k)]);
@@ -271,17 +293,49 @@ WhisperTranscript WhisperTranscriber::transcribe(std::span<const float> audio, i
         chosen.no_speech = whisper_no_speech(chosen.no_speech_prob, chosen.avg_logprob, options.decode);
         if (chosen.no_speech) chosen.text.clear();
         const bool refit = chosen.hit_token_limit && win.frames < full && options.fit_fallback;
+        const bool align = options.word_timestamps && !refit && !chosen.no_speech && !chosen.tokens.empty();
+        if (align) {
+          // The alignment pass: faster-whisper's sot_sequence (no prompt) on the first lane.
+          std::vector<int> sot_sequence{m.model.config().tokens.sot};
+          if (m.model.config().multilingual) {
+            sot_sequence.push_back(language);
+            sot_sequence.push_back(options.decode.task == WhisperTask::kTranslate ? m.model.config().tokens.translate
+                                                                                   : m.model.config().tokens.transcribe);
+          }
+          d.aligner = std::make_unique<WhisperAligner>(m.model.config(), sot_sequence, chosen.tokens, win.count,
+                                                       m.decoder.alignment_heads());
+          d.language = chosen.language;
+          if (d.aligner->steps() > m.decoder.max_tokens()) {
+            throw Error(ErrorCode::kInvalidArgument,
+                        fmt::format("Whisper: the word-timestamp pass of {} tokens does not fit the decoder's {} positions",
+                                    d.aligner->steps(), m.decoder.max_tokens()));
+          }
+        }
         transcript.segments[d.window] = std::move(chosen);
         if (refit) {
           win.frames = full;
           queue.push_back(d.window);
         }
-        for (int lane : d.lanes) m.decoder.release(lane);
+        for (std::size_t k = align ? 1 : 0; k < d.lanes.size(); ++k) m.decoder.release(d.lanes[k]);
+        if (align) m.decoder.rewind(d.lanes.front());
         d.search.reset();
-        --live;
+        if (!align) --live;
       }
     }
     q += n;
+  }
+  if (options.word_timestamps) {
+    // faster-whisper's placement, window after window: the pause rule looks back at the previous
+    // window's last word.
+    double last_speech = 0.0;
+    for (std::size_t w = 0; w < transcript.segments.size(); ++w) {
+      WhisperSegment& seg = transcript.segments[w];
+      if (seg.no_speech) continue;
+      const double window_start = seg.start_s;
+      seg.words = whisper_place_words(std::move(timings[w]), window_start, seg.start_s, seg.end_s, last_speech,
+                                      options.words);
+      last_speech = seg.words.empty() ? seg.end_s : seg.words.back().end_s;
+    }
   }
   if (!transcript.segments.empty()) {
     transcript.language = transcript.segments.front().language;
