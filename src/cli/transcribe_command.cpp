@@ -32,6 +32,7 @@ struct TranscribeOptions {
   std::string temperatures;  // "": the --decoding's
   std::string prompt;
   std::string hotwords;
+  bool word_timestamps = false;
   std::string vad_model = "v6";
   SegmenterParams vad;
   int model_rate_hz = 0;
@@ -55,6 +56,7 @@ void apply_decoding(const TranscribeOptions& o, SttOptions& stt) {
   stt.decode.task = o.task == "translate" ? WhisperTask::kTranslate : WhisperTask::kTranscribe;
   stt.decode.prompt = o.prompt;
   stt.decode.hotwords = o.hotwords;
+  stt.word_timestamps = o.word_timestamps;
 }
 
 int run_transcribe(const TranscribeOptions& o) {
@@ -123,10 +125,12 @@ Command add_transcribe_command(CLI::App& app) {
       "as faster-whisper does without timestamps: greedy by default (live streams' decoding, the fastest), or\n"
       "faster-whisper's own defaults with --decoding faster-whisper (beam search of 5, and when a result repeats\n"
       "itself or is unsure, sampling again at temperatures 0.2 to 1.0). Segments Whisper finds no speech in\n"
-      "are left out. txt: the text; srt and vtt: one cue per segment (one file).\n"
+      "are left out. txt: the text; srt and vtt: one cue per segment (one file), or per word with --word-timestamps.\n"
+      "With --word-timestamps each JSON segment also holds \"words\": [{\"start\":s,\"end\":s,\"word\":\"...\",\"probability\":p}].\n"
       "Examples:\n"
       "  brisvox transcribe call.wav\n"
       "  brisvox transcribe --format srt lecture.flac > lecture.srt\n"
+      "  brisvox transcribe --word-timestamps --format vtt lecture.flac > words.vtt\n"
       "  brisvox transcribe --model base interview.wav        (language detected)\n"
       "  brisvox transcribe --model base-int8 --language de interview.wav\n"
       "  brisvox transcribe --model base --decoding faster-whisper --task translate entrevista.wav\n"
@@ -162,6 +166,9 @@ Command add_transcribe_command(CLI::App& app) {
                  "Text the speech is taken to follow: names, spellings, a style (faster-whisper's initial_prompt; "
                  "every segment gets it)");
   app.add_option("--hotwords", o->hotwords, "Words likely to be said (faster-whisper's hotwords)");
+  app.add_flag("--word-timestamps", o->word_timestamps,
+               "Times of each word (faster-whisper's word_timestamps): \"words\" in JSON, one cue per word in srt/vtt; "
+               "an extra decoder pass per segment");
   app.add_option("--window", o->window,
                  "Encoder window: full (30 s, what Whisper was trained on) or fit (cut to the segment, at least 10 s)")
       ->capture_default_str();

@@ -60,6 +60,22 @@ const Transcript* first_transcript(const OfflineResult& r) {
   return r.transcripts.empty() ? nullptr : &r.transcripts.front().transcript;
 }
 
+namespace {
+
+nlohmann::ordered_json words_array(std::span<const WhisperWord> words) {
+  auto a = nlohmann::ordered_json::array();
+  for (const WhisperWord& w : words) {
+    a.push_back({{"start", w.start_s}, {"end", w.end_s}, {"word", w.text}, {"probability", w.probability}});
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string words_json(std::span<const WhisperWord> words) {
+  return words_array(words).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string transcript_json(const OfflineResult& r) {
   using Json = nlohmann::ordered_json;
   Json j;
@@ -75,6 +91,7 @@ std::string transcript_json(const OfflineResult& r) {
   for (const TranscriptSegment& seg : r.transcripts) {
     if (seg.transcript.no_speech) continue;
     j["segments"].push_back({{"start", seg.start_s}, {"end", seg.end_s}, {"text", trimmed(seg.transcript.text)}});
+    if (!seg.transcript.words.empty()) j["segments"].back()["words"] = words_array(seg.transcript.words);
   }
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -33,12 +33,19 @@ void write_subtitles(std::FILE* out, bool vtt, const OfflineResult& r) {
   const char separator = vtt ? '.' : ',';
   if (vtt) fmt::print(out, "WEBVTT\n\n");
   int index = 1;
+  auto cue = [&](double start_s, double end_s, const std::string& text) {
+    if (!vtt) fmt::print(out, "{}\n", index);
+    ++index;
+    fmt::print(out, "{} --> {}\n{}\n\n", clock_time(start_s, separator), clock_time(end_s, separator), text);
+  };
   for (const TranscriptSegment& seg : r.transcripts) {
     const std::string text = formats::trimmed(seg.transcript.text);
     if (seg.transcript.no_speech || text.empty()) continue;
-    if (!vtt) fmt::print(out, "{}\n", index);
-    ++index;
-    fmt::print(out, "{} --> {}\n{}\n\n", clock_time(seg.start_s, separator), clock_time(seg.end_s, separator), text);
+    if (seg.transcript.words.empty()) {
+      cue(seg.start_s, seg.end_s, text);
+      continue;
+    }
+    for (const WhisperWord& w : seg.transcript.words) cue(w.start_s, w.end_s, formats::trimmed(w.text));
   }
 }
 

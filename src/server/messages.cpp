@@ -1,5 +1,7 @@
 #include "server/messages.h"
 
+#include "brisvox/formats/result_json.h"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -58,6 +60,7 @@ OrderedJson stream_config(const AudioRequest& request, const StreamConfig& s) {
     c["temperatures"] = s.stt->fallback.temperatures;
     if (!s.stt->decode.prompt.empty()) c["prompt"] = s.stt->decode.prompt;
     if (!s.stt->decode.hotwords.empty()) c["hotwords"] = s.stt->decode.hotwords;
+    c["word_timestamps"] = s.stt->word_timestamps;
   }
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();
@@ -157,6 +160,7 @@ std::string transcript_message(double start_s, double end_s, const Transcript& t
   j["no_speech"] = t.no_speech;
   j["language"] = t.language;
   j["language_probability"] = t.language_probability;
+  if (!t.words.empty()) j["words"] = OrderedJson::parse(words_json(t.words));
   return dump(j);
 }
 

@@ -217,12 +217,8 @@ TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::stri
     throw OpenAiError{400, "timestamp_granularities[] needs response_format verbose_json", "timestamp_granularities",
                       "invalid_value"};
   }
-  if (word) {
-    throw OpenAiError{400,
-                      "timestamp_granularities[] word is not offered: brisvox's transcripts have segment times, "
-                      "not word times; ask for segment",
-                      "timestamp_granularities", "unsupported_value"};
-  }
+  form.words = word;
+  form.segments = segment || !word;
   if (form.stream && form.format != OpenAiTranscriptFormat::kJson && form.format != OpenAiTranscriptFormat::kText) {
     throw OpenAiError{400, "stream=true answers server-sent events: use response_format json or text with it",
                       "stream", "unsupported_value"};
@@ -244,7 +240,7 @@ std::string_view openai_language_name(std::string_view code) {
 }
 
 OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFormat format,
-                                std::string_view language) {
+                                std::string_view language, OpenAiGranularities granularities) {
   switch (format) {
     case OpenAiTranscriptFormat::kText:
       return {"text/plain; charset=utf-8", transcript_text(result) + "\n"};
@@ -288,7 +284,18 @@ OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFor
   j["language"] = std::string(openai_language_name(language));
   j["duration"] = result.duration_s;
   j["text"] = transcript_text(result);
-  j["segments"] = std::move(segments);
+  if (granularities.segments) j["segments"] = std::move(segments);
+  if (granularities.words) {
+    // OpenAI's TranscriptionWord: the word without its leading space.
+    OrderedJson words = OrderedJson::array();
+    for (const TranscriptSegment& s : result.transcripts) {
+      if (s.transcript.no_speech) continue;
+      for (const WhisperWord& w : s.transcript.words) {
+        words.push_back({{"word", trimmed(w.text)}, {"start", w.start_s}, {"end", w.end_s}});
+      }
+    }
+    j["words"] = std::move(words);
+  }
   j["usage"] = {{"type", "duration"}, {"seconds", std::ceil(result.duration_s)}};
   return {"application/json", j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n"};
 }

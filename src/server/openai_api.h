@@ -49,6 +49,10 @@ struct TranscriptionForm {
   std::string filename;             // the file part's filename
   std::string prompt;               // "" when not given
   float temperature = 0.0f;         // 0: Whisper's fallback from 0 up; > 0: that sampling temperature
+  // timestamp_granularities[]: verbose_json's "words" (word) and "segments" (segment, or when
+  // neither is asked for).
+  bool words = false;
+  bool segments = true;
 };
 
 // A refusal in OpenAI's terms: the status, the parameter at fault and the message.
@@ -63,8 +67,7 @@ struct OpenAiError {
 // file (required: `audio` is set to its bytes, a view into `body`), model (required, mapped by
 // map_model_name: 404 model_not_found otherwise), language, prompt (the decoder's initial prompt),
 // response_format, temperature (0..1), timestamp_granularities[] (segment, word; only with
-// verbose_json; word is refused: brisvox has no word times), stream (true|false; json or text
-// only). Other fields are ignored, as OpenAI ignores fields a model does not use. Throws
+// verbose_json; word turns on word timestamps), stream (true|false; json or text only). Other fields are ignored, as OpenAI ignores fields a model does not use. Throws
 // OpenAiError; a malformed form is a 400 with multipart.h's message.
 TranscriptionForm parse_transcription_form(const EngineConfig& engine, std::string_view body,
                                            std::string_view content_type, std::string_view& audio);
@@ -81,8 +84,13 @@ struct OpenAiBody {
   std::string content_type;
   std::string body;
 };
+// verbose_json holds "segments" and "words" as `granularities` (a form's words and segments) asks.
+struct OpenAiGranularities {
+  bool words = false;
+  bool segments = true;
+};
 OpenAiBody render_transcription(const OfflineResult& result, OpenAiTranscriptFormat format,
-                                std::string_view language);
+                                std::string_view language, OpenAiGranularities granularities = {});
 // stream=true: server-sent events, one transcript.text.delta per segment with speech, then
 // transcript.text.done with the whole text (what "json" answers as "text").
 std::string transcription_events(const OfflineResult& result);

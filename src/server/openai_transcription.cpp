@@ -38,6 +38,7 @@ HttpAnswer run_openai_transcription(Engine& engine, ServerMetrics& metrics, std:
       // it samples at that temperature.
       if (form.temperature > 0.0f) stt.fallback.temperatures = {form.temperature};
       else stt.fallback.temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+      stt.word_timestamps = form.words;
       if (form.prompt.find_first_not_of(" \t\r\n") != std::string::npos) {
         const ModelSpec& spec = engine.config().model(form.model);
         if (!spec.options.contains("prompt_tokens") || spec.options.at("prompt_tokens") == "0") {
@@ -63,7 +64,7 @@ HttpAnswer run_openai_transcription(Engine& engine, ServerMetrics& metrics, std:
       a.content_type = "text/event-stream";
       a.body = transcription_events(r);
     } else {
-      OpenAiBody rendered = render_transcription(r, form.format, form.language);
+      OpenAiBody rendered = render_transcription(r, form.format, form.language, {form.words, form.segments});
       a.content_type = std::move(rendered.content_type);
       a.body = std::move(rendered.body);
     }

@@ -171,6 +171,8 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
     } else if (key == "hotwords") {
       if (value.size() > 4096) bad_query("query key 'hotwords' is longer than 4096 bytes");
       stt.decode.hotwords = value;
+    } else if (key == "word_timestamps") {
+      stt.word_timestamps = parse_query_bool(key, value);
     } else if (key == "decoding") {
       if (value == "faster-whisper") use_faster_whisper_decoding(stt.decode, stt.fallback);
       else if (value != "greedy") bad_query(fmt::format("query key 'decoding' must be greedy or faster-whisper, got '{}'", value));

@@ -87,6 +87,28 @@ def test_faster_whisper_decoding_is_the_cli_document(cli):
     assert refined["language"] == "es" and refined["text"], refined
 
 
+def test_word_timestamps_are_the_cli_document(cli):
+    # Words through Python equal the CLI's --word-timestamps; a stream's TRANSCRIPT events carry
+    # the same words. A model without alignment heads (the sherpa-onnx layout) is refused.
+    path = ASTERISK / "vm-intro.wav"
+    doc = brisvox.transcribe(path, stt_model=str(WHISPER_TINY), word_timestamps=True)
+    out = subprocess.run([str(cli), "transcribe", "--model", str(WHISPER_TINY), "--word-timestamps", "--format",
+                          "json", str(path)], check=True, capture_output=True, text=True).stdout
+    assert doc == json.loads(out)
+    words = [w for s in doc["segments"] for w in s["words"]]
+    assert "".join(w["word"] for w in words).strip() == doc["text"], doc
+    with brisvox.Engine(stt_model=str(WHISPER_TINY)) as engine:
+        samples, rate = read_wav(path)
+        with engine.open_stream(sample_rate=rate, transcripts=True, word_timestamps=True) as stream:
+            stream.push(samples)
+            stream.finish()
+            events = [e for e in stream if e.type == brisvox.EventType.TRANSCRIPT]
+    got = [w for e in events for w in e.words]
+    assert [(w["start"], w["end"], w["word"]) for w in got] == [(w["start"], w["end"], w["word"]) for w in words]
+    with pytest.raises(brisvox.InvalidArgumentError, match="alignment heads"):
+        brisvox.transcribe(path, stt_model=str(WHISPER_TINY) + "-sherpa", word_timestamps=True)
+
+
 @pytest.mark.parametrize("kwargs, error, words", [
     ({"sample_rate": 8000}, TypeError, "sample_rate is not an option here"),
     ({"decoding": "exhaustive"}, brisvox.InvalidArgumentError, "decoding must be"),

@@ -163,10 +163,20 @@ def test_stream(transcribe, reference):
     assert "".join(d.delta for d in deltas) == done[0].text == reference["text"]
 
 
-def test_word_timestamps_refused(transcribe):
-    with pytest.raises(openai.BadRequestError) as e:
-        transcribe(model="whisper-1", response_format="verbose_json", timestamp_granularities=["word"])
-    assert e.value.body["param"] == "timestamp_granularities" and "word" in e.value.message
+def test_word_timestamps(transcribe, clip):
+    # The words of `brisvox transcribe --word-timestamps`, without their leading space; segments
+    # only when asked for too.
+    ref = json.loads(subprocess.run([BRISVOX, "transcribe", "--word-timestamps", str(clip)], check=True,
+                                    capture_output=True, text=True, timeout=120).stdout)
+    want = [w for s in ref["segments"] for w in s["words"]]
+    assert len(want) > 10
+    got = transcribe(model="whisper-1", response_format="verbose_json", timestamp_granularities=["word"])
+    assert got.segments is None and got.text == ref["text"]
+    assert [w.word for w in got.words] == [w["word"].strip() for w in want]
+    for w, r in zip(got.words, want):
+        assert w.start == r["start"] and w.end == r["end"] and w.start <= w.end
+    both = transcribe(model="whisper-1", response_format="verbose_json", timestamp_granularities=["word", "segment"])
+    assert len(both.segments) == len(ref["segments"]) and len(both.words) == len(want)
 
 
 def test_granularities_need_verbose_json(transcribe):

@@ -68,8 +68,8 @@ def test_post_transcribe_decoding_and_prompt(server, args):
     assert status == 400 and b"prompt_tokens" in body, (status, body)
 
 
-async def stream_transcripts(server, pcm):
-    async with websockets.connect(server.ws_url("sample_rate=16000&encoding=pcm_s16le&events=transcript"),
+async def stream_transcripts(server, pcm, query=""):
+    async with websockets.connect(server.ws_url("sample_rate=16000&encoding=pcm_s16le&events=transcript" + query),
                                   max_size=None, open_timeout=10) as ws:
         ready = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert ready["type"] == "ready" and "transcript" in ready["config"]["events"], ready
@@ -96,6 +96,32 @@ def test_stream_transcripts(server, pcm, reference):
         assert abs(t["start"] - want["start"]) < 1e-6 and abs(t["end"] - want["end"]) < 1e-6, (t, want)
         assert isinstance(t["avg_logprob"], float) and 0 <= t["no_speech_prob"] <= 1 and t["no_speech"] is False, t
     # The stream's end (the server's close 1000) waits for the last transcript: none is missing above.
+
+
+def assert_same_words(got, want):
+    # Times exactly; probabilities to float32 noise (this server's longer decoder lanes, for
+    # prompts, change the last bits of a step's sums).
+    assert [(w["start"], w["end"], w["word"]) for w in got] == [(w["start"], w["end"], w["word"]) for w in want]
+    assert all(abs(a["probability"] - b["probability"]) < 1e-4 for a, b in zip(got, want))
+
+
+def test_word_timestamps(server, args, pcm):
+    # The CLI's words (--word-timestamps) in POST /v1/transcribe's document and in a stream's
+    # transcript messages.
+    want = cli_transcript(args, "--word-timestamps")
+    words = [w for seg in want["segments"] for w in seg["words"]]
+    assert len(words) > 20 and all(w["start"] <= w["end"] for w in words), want
+    data = open(args.sample, "rb").read()
+    status, body = http_request("POST", server.url("/v1/transcribe?word_timestamps=true&name=sample.wav"), body=data)
+    assert status == 200, (status, body)
+    got = json.loads(body)
+    assert got["text"] == want["text"]
+    assert_same_words([w for seg in got["segments"] for w in seg["words"]], words)
+    messages = asyncio.run(stream_transcripts(server, pcm, "&word_timestamps=true"))
+    transcripts = [m for m in messages if m["type"] == "transcript"]
+    assert_same_words([w for t in transcripts for w in t["words"]], words)
+    status, body = http_request("POST", server.url("/v1/transcribe?word_timestamps=maybe"), body=data)
+    assert status == 400 and b"word_timestamps" in body, (status, body)
 
 
 def test_metrics(server):
@@ -139,6 +165,7 @@ def main():
         tests = [("post_transcribe", lambda: test_post_transcribe(server, args, reference)),
                  ("post_transcribe_decoding_and_prompt", lambda: test_post_transcribe_decoding_and_prompt(server, args)),
                  ("stream_transcripts", lambda: test_stream_transcripts(server, pcm, reference)),
+                 ("word_timestamps", lambda: test_word_timestamps(server, args, pcm)),
                  ("metrics", lambda: test_metrics(server)),
                  ("without_stt_model", lambda: test_without_stt_model(plain, args))]
     except BaseException:

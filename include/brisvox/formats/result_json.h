@@ -35,6 +35,10 @@ inline std::string result_json(const OfflineResult& result, std::initializer_lis
 // "text" joins the segments' texts with spaces; each text is trimmed of surrounding whitespace;
 // segments without speech (Whisper's no-speech rule) are left out.
 std::string transcript_json(const OfflineResult& result);
+// With word timestamps, each segment also holds "words" (words_json).
+// A transcript's words: [{"start":s,"end":s,"word":" Hello,","probability":p},...], faster-whisper's
+// Word fields (the word with its leading space and merged punctuation), times in the recording.
+std::string words_json(std::span<const WhisperWord> words);
 // The recording's whole text (as "text" above).
 std::string transcript_text(const OfflineResult& result);
 // The recording's language: its first transcript's (the given, detected or "en"), and that

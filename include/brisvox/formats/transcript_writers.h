@@ -1,5 +1,6 @@
 // The formats of a transcription (`brisvox transcribe`): the JSON document (result_json.h), the
-// plain text, and subtitles (SubRip, WebVTT) with one cue per segment that holds speech.
+// plain text, and subtitles (SubRip, WebVTT) with one cue per segment that holds speech, or with
+// word timestamps one cue per word.
 #pragma once
 
 #include <cstdio>

@@ -653,6 +653,22 @@ void bind_engine(nb::module_& m) {
                      return e.transcript ? std::optional(e.transcript->language_probability) : std::nullopt;
                    },
                    "TRANSCRIPT: the detection probability of its language (1.0 when the language was given)")
+      .def_prop_ro("words",
+                   [](const PyEvent& e) -> nb::object {
+                     if (!e.transcript) return nb::none();
+                     nb::list words;
+                     for (const WhisperWord& w : e.transcript->words) {
+                       nb::dict d;
+                       d["start"] = w.start_s;
+                       d["end"] = w.end_s;
+                       d["word"] = w.text;
+                       d["probability"] = w.probability;
+                       words.append(d);
+                     }
+                     return words;
+                   },
+                   "TRANSCRIPT: with word_timestamps=True, its words as dicts {start, end, word, probability} "
+                   "(stream seconds; the word with its leading space, as faster-whisper's Word); [] without")
       .def("__repr__", &event_repr);
 
   nb::class_<PyStream> stream(m, "Stream",
