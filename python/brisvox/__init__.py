@@ -146,7 +146,8 @@ def transcribe(path: "str | _os.PathLike[str]", *, stt_model: str = "tiny.en", v
     The segments are the VAD's (at most 30 s each), each transcribed by Whisper on its own. params:
     language (a multilingual model detects it without one), language_detection ('first': the first
     segment's for the file, or 'each'), window ('full' or 'fit'), decoding options (decoding
-    'greedy' or 'faster-whisper', beam_size, best_of, temperatures, prompt, hotwords) and the segmenter options of
+    'greedy' or 'faster-whisper', beam_size, best_of, temperatures, prompt, hotwords, word_timestamps: each
+    segment's "words") and the segmenter options of
     Engine.open_stream (threshold, min_speech_ms, ...). stt_model: 'tiny.en', 'base' or a converted Whisper
     folder (docs/MODELS.md). Runs on shared_engine(vad_model, stt_model=stt_model,
     admission_control=False), as `brisvox transcribe` runs its engine.

@@ -88,6 +88,8 @@ class Event:
     def language(self) -> Optional[str]: ...
     @property
     def language_probability(self) -> Optional[float]: ...
+    @property
+    def words(self) -> Optional[list[dict[str, Any]]]: ...
 
 class Stream:
     def push(self, samples: Samples) -> int: ...
@@ -194,6 +196,7 @@ class _StreamOptions(TypedDict, total=False):
     window: Literal["full", "fit"]  # "full"
     prompt: str  # "": faster-whisper's initial_prompt, given to every segment (Engine stt_prompt_tokens)
     hotwords: str  # "": faster-whisper's hotwords
+    word_timestamps: bool  # False: TRANSCRIPT events' words (Event.words)
     decoding: Literal["greedy", "faster-whisper"]  # "greedy"; "faster-whisper": beam 5 + the fallback
     beam_size: int  # 1 (at most Engine's stt_max_width)
     best_of: int  # 1

@@ -97,12 +97,10 @@ def test_word_timestamps_are_the_cli_document(cli):
     assert doc == json.loads(out)
     words = [w for s in doc["segments"] for w in s["words"]]
     assert "".join(w["word"] for w in words).strip() == doc["text"], doc
-    with brisvox.Engine(stt_model=str(WHISPER_TINY)) as engine:
-        samples, rate = read_wav(path)
-        with engine.open_stream(sample_rate=rate, transcripts=True, word_timestamps=True) as stream:
-            stream.push(samples)
-            stream.finish()
-            events = [e for e in stream if e.type == brisvox.EventType.TRANSCRIPT]
+    engine = brisvox.Engine(stt_model=str(WHISPER_TINY))
+    samples, rate = read_wav(path)
+    with engine.open_stream(sample_rate=rate, transcripts=True, word_timestamps=True) as stream:
+        events = [e for e in stream.feed(samples) if e.type == brisvox.EventType.TRANSCRIPT]
     got = [w for e in events for w in e.words]
     assert [(w["start"], w["end"], w["word"]) for w in got] == [(w["start"], w["end"], w["word"]) for w in words]
     with pytest.raises(brisvox.InvalidArgumentError, match="alignment heads"):
