@@ -273,6 +273,8 @@ typedef enum brisvox_event_type {
   /* A mark (*_mark) was reached: utterance_id is its id; end_s: when playback reaches it, in
    * seconds of CLOCK_MONOTONIC (a call holds the event until then). */
   BRISVOX_EVENT_TTS_MARK = 14,
+  BRISVOX_EVENT_TRANSCRIPT_PARTIAL = 15, /* the engine's partial transcripts (SttOptions::partial_interval_ms);
+                                          the C API has no option for them yet: never delivered */
 } brisvox_event_type;
 
 /* Whether an event comes with a payload (a transcript, a piece of speech). */

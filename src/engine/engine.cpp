@@ -44,6 +44,7 @@ std::string_view to_string(EventType type) noexcept {
     case EventType::kBargeIn: return "barge_in";
     case EventType::kTtsInterrupted: return "tts_interrupted";
     case EventType::kTtsMark: return "tts_mark";
+    case EventType::kTranscriptPartial: return "transcript_partial";
   }
   return "unknown";
 }

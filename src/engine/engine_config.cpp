@@ -202,7 +202,12 @@ void StreamConfig::validate() const {
     require(!turn->model.empty(), "the turn stage names no model (TurnOptions::model)");
     turn->params.validate();
   }
-  if (stt) require(!stt->model.empty(), "the stt stage names no model (SttOptions::model)");
+  if (stt) {
+    require(!stt->model.empty(), "the stt stage names no model (SttOptions::model)");
+    require(stt->partial_interval_ms == 0 || (stt->partial_interval_ms >= 200 && stt->partial_interval_ms <= 10'000),
+            fmt::format("partial_interval_ms must be 0 (no partial transcripts) or 200 to 10000, got {}",
+                        stt->partial_interval_ms));
+  }
 }
 
 }  // namespace brisvox

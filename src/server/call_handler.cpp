@@ -196,6 +196,11 @@ void CallHandler::handle_event(const Event& e) {
       if (t) send(transcript_message(e.start_s, e.end_s, *t));
       break;
     }
+    case EventType::kTranscriptPartial: {
+      const std::optional<Transcript> t = call_.read_transcript(e);
+      if (t) send(transcript_partial_message(e.start_s, e.end_s, *t));
+      break;
+    }
     case EventType::kEndOfStream:
       caller_ended_ = true;
       break;

@@ -61,6 +61,7 @@ OrderedJson stream_config(const AudioRequest& request, const StreamConfig& s) {
     if (!s.stt->decode.prompt.empty()) c["prompt"] = s.stt->decode.prompt;
     if (!s.stt->decode.hotwords.empty()) c["hotwords"] = s.stt->decode.hotwords;
     c["word_timestamps"] = s.stt->word_timestamps;
+    c["partial_ms"] = s.stt->partial_interval_ms;
   }
   c["threshold"] = p.threshold;
   c["neg_threshold"] = p.effective_neg_threshold();
@@ -161,6 +162,17 @@ std::string transcript_message(double start_s, double end_s, const Transcript& t
   j["language"] = t.language;
   j["language_probability"] = t.language_probability;
   if (!t.words.empty()) j["words"] = OrderedJson::parse(words_json(t.words));
+  return dump(j);
+}
+
+std::string transcript_partial_message(double start_s, double end_s, const Transcript& t) {
+  OrderedJson j;
+  j["type"] = "transcript_partial";
+  j["start"] = start_s;
+  j["end"] = end_s;
+  j["text"] = t.text;
+  j["unstable"] = t.unstable;
+  j["language"] = t.language;
   return dump(j);
 }
 

@@ -46,6 +46,8 @@ std::string speech_end_message(double start_s, double end_s);
 std::string turn_end_message(double start_s, double end_s, float probability, std::string_view reason);
 std::string turn_incomplete_message(double start_s, double end_s, float probability);
 std::string transcript_message(double start_s, double end_s, const Transcript& transcript);
+// With partial transcripts (the query key partial_ms): the open segment's text so far, agreed and unstable.
+std::string transcript_partial_message(double start_s, double end_s, const Transcript& transcript);
 std::string vad_message(double frame_start_s, float probability);
 // backlog_ms: how far behind the engine was; rejected_samples: samples the engine refused at first
 // (held back and retried, never lost); dropped_messages: "vad" messages not sent to a slow reader.

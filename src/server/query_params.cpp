@@ -173,6 +173,8 @@ AudioRequest parse_audio_request(const QueryParams& params, AudioEndpoint endpoi
       stt.decode.hotwords = value;
     } else if (key == "word_timestamps") {
       stt.word_timestamps = parse_query_bool(key, value);
+    } else if (key == "partial_ms" && live) {
+      stt.partial_interval_ms = parse_int_in(key, value, 0, 10'000);
     } else if (key == "decoding") {
       if (value == "faster-whisper") use_faster_whisper_decoding(stt.decode, stt.fallback);
       else if (value != "greedy") bad_query(fmt::format("query key 'decoding' must be greedy or faster-whisper, got '{}'", value));

@@ -385,6 +385,9 @@ void RealtimeHandler::handle_event(const Event& e) {
     case EventType::kTranscript:
       on_segment_result(e, stream_.read_transcript(e));
       break;
+    case EventType::kTranscriptPartial:  // its sessions ask for none; the payload's room goes back
+      stream_.read_transcript(e);
+      break;
     case EventType::kError:
       on_segment_result(e, std::nullopt);
       break;

@@ -198,6 +198,11 @@ void StreamHandler::handle_event(const Event& e) {
       if (t) send(transcript_message(timeline_s(e.start_s), timeline_s(e.end_s), *t));
       break;
     }
+    case EventType::kTranscriptPartial: {
+      const std::optional<Transcript> t = stream_.read_transcript(e);
+      if (t) send(transcript_partial_message(timeline_s(e.start_s), timeline_s(e.end_s), *t));
+      break;
+    }
     case EventType::kTtsAudio:
     case EventType::kTtsEnd:
     case EventType::kTtsCancelled:

@@ -281,6 +281,76 @@ TEST(EngineStt, WordTimestampsAreTheTranscribersOnTheSameAudio) {
   EXPECT_EQ(engine.stats().model("stt").run_errors, 0u);
 }
 
+TEST(EngineStt, PartialTranscriptsGrowWithinTheirSegmentAndThenTheTranscriptCloses) {
+  // The sample at about 5x real time, a partial every 500 ms of speech: each segment's partials
+  // come after its speech start and before its transcript, start where it starts, and their agreed
+  // text only grows (each a prefix of the next, never taken back).
+  Engine engine(stt_engine(4));
+  const auto& audio = test::sample_audio().samples;
+  StreamConfig sc;
+  sc.stt = SttOptions{};
+  sc.stt->partial_interval_ms = 500;
+  Stream s = engine.open_stream(sc);
+  struct Seen {
+    EventType type;
+    Event event;
+    Transcript transcript;
+  };
+  std::vector<Seen> seen;
+  std::size_t pos = 0;
+  bool flushed = false, ended = false;
+  Event events[16];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    if (pos < audio.size()) {
+      const std::size_t n = std::min<std::size_t>({audio.size() - pos, s.writable(), 1600});
+      pos += s.push(std::span<const float>(audio).subspan(pos, n));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else if (!flushed) {
+      s.flush();
+      flushed = true;
+    }
+    for (std::size_t i = 0, n = s.poll(events); i < n; ++i) {
+      const Event& e = events[i];
+      ASSERT_NE(e.type, EventType::kError) << s.last_error();
+      if (e.type == EventType::kSpeechStart || e.type == EventType::kTranscript ||
+          e.type == EventType::kTranscriptPartial) {
+        std::optional<Transcript> t = s.read_transcript(e);
+        seen.push_back({e.type, e, t ? *t : Transcript{}});
+      }
+      ended |= e.type == EventType::kEndOfStream;
+    }
+  }
+  ASSERT_TRUE(ended);
+  int partials = 0, segments_with_partials = 0;
+  double start = -1;          // the latest segment's start
+  bool closed = false;        // its transcript came
+  std::string agreed;
+  int in_segment = 0;
+  for (const Seen& x : seen) {
+    if (x.type == EventType::kSpeechStart) {
+      start = x.event.start_s;
+      closed = false;
+      agreed.clear();
+      in_segment = 0;
+    } else if (x.type == EventType::kTranscriptPartial) {
+      EXPECT_DOUBLE_EQ(x.event.start_s, start) << "a partial of the open segment";
+      EXPECT_FALSE(closed) << "a partial after its segment's transcript at " << x.event.start_s;
+      EXPECT_GT(x.event.end_s, start);
+      EXPECT_EQ(x.transcript.text.substr(0, agreed.size()), agreed) << "agreed text taken back";
+      EXPECT_FALSE((x.transcript.text + x.transcript.unstable).empty());
+      agreed = x.transcript.text;
+      ++partials;
+      segments_with_partials += in_segment++ == 0;
+    } else if (x.event.start_s == start) {
+      closed = true;  // (a transcript may also come after the next segment's start)
+    }
+  }
+  std::printf("%d partial transcripts in %d segments\n", partials, segments_with_partials);
+  EXPECT_GE(segments_with_partials, 3);
+  EXPECT_EQ(engine.stats().model("stt").run_errors, 0u);
+}
+
 TEST(EngineStt, StreamsWaitingForTheOneRequestSlotAllGetTheirTranscripts) {
   // One request slot (max_batch 1, one worker) for four streams of three segments each: streams
   // wait for the slot over and over, each slot given back must wake whoever still waits (a stream

@@ -4,6 +4,7 @@ the C++ tool of tests/turn and against Pipecat's LocalSmartTurnAnalyzerV3."""
 import json
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -105,6 +106,31 @@ def test_word_timestamps_are_the_cli_document(cli):
     assert [(w["start"], w["end"], w["word"]) for w in got] == [(w["start"], w["end"], w["word"]) for w in words]
     with pytest.raises(brisvox.InvalidArgumentError, match="alignment heads"):
         brisvox.transcribe(path, stt_model=str(WHISPER_TINY) + "-sherpa", word_timestamps=True)
+
+
+def test_partial_transcripts_in_a_stream():
+    # partial_ms: TRANSCRIPT_PARTIAL events before each TRANSCRIPT, their agreed text only growing.
+    engine = brisvox.Engine(stt_model=str(WHISPER_TINY))
+    samples, rate = read_wav(SAMPLE_WAV)
+    partials, finals = [], []
+    with engine.open_stream(sample_rate=rate, transcripts=True, partial_ms=500) as stream:
+        for i in range(0, len(samples), 3200):
+            stream.push(samples[i:i + 3200])
+            time.sleep(0.02)  # about 10x real time: partial decodes finish between pushes
+            for e in stream.poll():
+                (partials if e.type == brisvox.EventType.TRANSCRIPT_PARTIAL else finals).append(e)
+        stream.finish()
+        finals += [e for e in stream]
+    assert len(partials) >= 2, partials
+    agreed = {}
+    for p in partials:
+        assert p.text.startswith(agreed.get(p.start_s, "")) and isinstance(p.unstable, str), p
+        agreed[p.start_s] = p.text
+    transcripts = [e for e in finals if e.type == brisvox.EventType.TRANSCRIPT]
+    assert set(agreed) <= {t.start_s for t in transcripts}
+    assert transcripts[0].unstable is None
+    with pytest.raises(brisvox.InvalidArgumentError, match="partial_interval_ms"):
+        engine.open_stream(transcripts=True, partial_ms=50)
 
 
 @pytest.mark.parametrize("kwargs, error, words", [

@@ -68,13 +68,16 @@ def test_post_transcribe_decoding_and_prompt(server, args):
     assert status == 400 and b"prompt_tokens" in body, (status, body)
 
 
-async def stream_transcripts(server, pcm, query=""):
+async def stream_transcripts(server, pcm, query="", pace_s=0.0):
     async with websockets.connect(server.ws_url("sample_rate=16000&encoding=pcm_s16le&events=transcript" + query),
                                   max_size=None, open_timeout=10) as ws:
         ready = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert ready["type"] == "ready" and "transcript" in ready["config"]["events"], ready
-        for i in range(0, len(pcm), 32000):
-            await ws.send(pcm[i:i + 32000])
+        step = 6400 if pace_s else 32000
+        for i in range(0, len(pcm), step):
+            await ws.send(pcm[i:i + step])
+            if pace_s:
+                await asyncio.sleep(pace_s)
         await ws.send(json.dumps({"type": "close"}))
         messages = []
         deadline = time.monotonic() + 120
@@ -124,6 +127,28 @@ def test_word_timestamps(server, args, pcm):
     assert status == 400 and b"word_timestamps" in body, (status, body)
 
 
+def test_partial_transcripts(server, pcm, reference):
+    # partial_ms=500 at about 4x real time: transcript_partial messages between a segment's
+    # speech_start and its transcript, their agreed text only growing; the transcripts as without.
+    messages = asyncio.run(stream_transcripts(server, pcm, "&partial_ms=500", pace_s=0.05))
+    ready = [m for m in messages if m["type"] == "transcript"]
+    assert [t["text"].strip() for t in ready] == [s["text"] for s in reference["segments"]]
+    partials = [m for m in messages if m["type"] == "transcript_partial"]
+    assert len(partials) >= 3, messages
+    agreed = {}
+    for p in partials:
+        assert set(p) == {"type", "start", "end", "text", "unstable", "language"}, p
+        previous = agreed.get(p["start"], "")
+        assert p["text"].startswith(previous), (previous, p)
+        agreed[p["start"]] = p["text"]
+        assert p["end"] > p["start"]
+    finals = {t["start"]: t["text"] for t in ready}
+    assert set(agreed) <= set(finals), (agreed, finals)
+    print("  " + "\n  ".join(f'{p["start"]:.2f}-{p["end"]:.2f} [{p["text"]}] ~[{p["unstable"]}]' for p in partials))
+    status, body = http_request("POST", server.url("/v1/transcribe?partial_ms=500"), body=pcm[:3200])
+    assert status == 400 and b"partial_ms" in body, (status, body)
+
+
 def test_metrics(server):
     status, body = http_request("GET", server.url("/metrics"))
     assert status == 200
@@ -166,6 +191,7 @@ def main():
                  ("post_transcribe_decoding_and_prompt", lambda: test_post_transcribe_decoding_and_prompt(server, args)),
                  ("stream_transcripts", lambda: test_stream_transcripts(server, pcm, reference)),
                  ("word_timestamps", lambda: test_word_timestamps(server, args, pcm)),
+                 ("partial_transcripts", lambda: test_partial_transcripts(server, pcm, reference)),
                  ("metrics", lambda: test_metrics(server)),
                  ("without_stt_model", lambda: test_without_stt_model(plain, args))]
     except BaseException:

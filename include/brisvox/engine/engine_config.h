@@ -179,6 +179,13 @@ struct SttOptions {
   // decoder once more (an alignment pass, one step per token), and the transcript carries its
   // words. Needs a model converted with alignment heads (tools/whisper/convert_ct2.py).
   bool word_timestamps = false;
+  // Partial transcripts: while a speech segment is open, its audio so far is decoded again every
+  // this many ms of stream audio (greedy, in the fit window when the model has one; one decode in
+  // flight per stream, a partial that finds no free request slot is skipped), and each decode
+  // gives a kTranscriptPartial: the text two consecutive decodes agree on (LocalAgreement, at
+  // word boundaries, never taken back within the segment) and the latest's rest. 0: none;
+  // otherwise 200 to 10000.
+  int partial_interval_ms = 0;
 };
 
 struct StreamConfig {

@@ -41,6 +41,11 @@ enum class EventType : std::uint8_t {
   // the delivered audio in real time (std::chrono::steady_clock, in seconds since its epoch). A
   // Call holds the event until then (CallConfig::playout_lead_ms).
   kTtsMark,
+  // SttOptions::partial_interval_ms: the open speech segment's text so far (start_s: the
+  // segment's start, end_s: the end of the audio decoded), as payload (Stream::read_transcript:
+  // `text` is what two consecutive decodes agree on, `unstable` the rest of the latest); the
+  // segment's kTranscript follows at its end.
+  kTranscriptPartial,
 };
 
 std::string_view to_string(EventType type) noexcept;

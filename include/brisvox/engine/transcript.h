@@ -10,7 +10,8 @@
 
 namespace brisvox {
 
-// What speech-to-text made of one segment (a kTranscript event's payload).
+// What speech-to-text made of one segment (a kTranscript event's payload), or of an open one so far
+// (a kTranscriptPartial's).
 struct Transcript {
   std::string text;           // UTF-8, as faster-whisper's Segment.text (leading space); "" if no_speech
   float avg_logprob = 0.0f;   // of the sampled tokens
@@ -29,6 +30,9 @@ struct Transcript {
   float compression_ratio = 0.0f;
   // With word timestamps (SttOptions::word_timestamps): its words, times in stream seconds.
   std::vector<WhisperWord> words;
+  // A kTranscriptPartial's: the latest decode's text after `text` (which two consecutive decodes
+  // agreed on); it may still change.
+  std::string unstable;
 };
 
 }  // namespace brisvox

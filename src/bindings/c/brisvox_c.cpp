@@ -124,6 +124,7 @@ static_assert(static_cast<int>(EventType::kTtsCancelled) == BRISVOX_EVENT_TTS_CA
 static_assert(static_cast<int>(EventType::kBargeIn) == BRISVOX_EVENT_BARGE_IN);
 static_assert(static_cast<int>(EventType::kTtsInterrupted) == BRISVOX_EVENT_TTS_INTERRUPTED);
 static_assert(static_cast<int>(EventType::kTtsMark) == BRISVOX_EVENT_TTS_MARK);
+static_assert(static_cast<int>(EventType::kTranscriptPartial) == BRISVOX_EVENT_TRANSCRIPT_PARTIAL);
 static_assert(static_cast<int>(PayloadStatus::kNone) == BRISVOX_PAYLOAD_NONE);
 static_assert(static_cast<int>(PayloadStatus::kAttached) == BRISVOX_PAYLOAD_ATTACHED);
 static_assert(static_cast<int>(PayloadStatus::kTruncated) == BRISVOX_PAYLOAD_TRUNCATED);

@@ -77,6 +77,7 @@ PyEvent taken(Handle& h, const Event& e) {
     case EventType::kError: out.message = error_message(h, e); break;
     case EventType::kTtsAudio: out.audio = h.read_audio_payload(e); break;
     case EventType::kTranscript:
+    case EventType::kTranscriptPartial:
       if constexpr (!std::is_same_v<Handle, Speech>) {  // a speech session transcribes nothing
         if (e.payload == PayloadStatus::kAttached || e.payload == PayloadStatus::kTruncated) {
           out.transcript = h.read_transcript(e);
@@ -439,6 +440,10 @@ std::string event_repr(const PyEvent& e) {
     case EventType::kTranscript:
       return fmt::format("Event(TRANSCRIPT, start_s={:.3f}, end_s={:.3f}, text={})", v.start_s, v.end_s,
                          e.transcript ? fmt::format("'{}'", e.transcript->text) : std::string("None (dropped)"));
+    case EventType::kTranscriptPartial:
+      return fmt::format("Event(TRANSCRIPT_PARTIAL, start_s={:.3f}, end_s={:.3f}, text={}, unstable={})", v.start_s,
+                         v.end_s, e.transcript ? fmt::format("'{}'", e.transcript->text) : std::string("None (dropped)"),
+                         e.transcript ? fmt::format("'{}'", e.transcript->unstable) : std::string("None"));
     case EventType::kTtsAudio:
       return fmt::format("Event(TTS_AUDIO, utterance_id={}, start_s={:.3f}, end_s={:.3f}, samples={})",
                          v.speech.utterance_id, v.start_s, v.end_s, e.audio.size());
@@ -570,7 +575,8 @@ void bind_engine(nb::module_& m) {
       .value("TTS_CANCELLED", EventType::kTtsCancelled)
       .value("BARGE_IN", EventType::kBargeIn)
       .value("TTS_INTERRUPTED", EventType::kTtsInterrupted)
-      .value("TTS_MARK", EventType::kTtsMark);
+      .value("TTS_MARK", EventType::kTtsMark)
+      .value("TRANSCRIPT_PARTIAL", EventType::kTranscriptPartial);
   nb::enum_<TurnAction::Reason>(m, "TurnReason", "Why a TURN_END came.")
       .value("MODEL", TurnAction::Reason::kModel, "Smart Turn said the speaker finished")
       .value("TIMEOUT", TurnAction::Reason::kTimeout, "turn_max_silence_ms passed without a complete verdict")
@@ -586,7 +592,7 @@ void bind_engine(nb::module_& m) {
                    [](const PyEvent& e) -> std::optional<float> {
                      const EventType t = e.event.type;
                      const bool has = t == EventType::kVadProbability || t == EventType::kTurnIncomplete ||
-                                      t == EventType::kTranscript ||
+                                      t == EventType::kTranscript || t == EventType::kTranscriptPartial ||
                                       (t == EventType::kTurnEnd && e.event.probability >= 0.0f);
                      return has ? std::optional(e.event.probability) : std::nullopt;
                    },
@@ -653,6 +659,13 @@ void bind_engine(nb::module_& m) {
                      return e.transcript ? std::optional(e.transcript->language_probability) : std::nullopt;
                    },
                    "TRANSCRIPT: the detection probability of its language (1.0 when the language was given)")
+      .def_prop_ro("unstable",
+                   [](const PyEvent& e) -> std::optional<std::string> {
+                     if (!e.transcript || e.event.type != EventType::kTranscriptPartial) return std::nullopt;
+                     return e.transcript->unstable;
+                   },
+                   "TRANSCRIPT_PARTIAL: the latest decode's text after `text` (which two consecutive decodes "
+                   "agreed on); it may still change. None for other events")
       .def_prop_ro("words",
                    [](const PyEvent& e) -> nb::object {
                      if (!e.transcript) return nb::none();

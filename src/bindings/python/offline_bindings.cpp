@@ -79,7 +79,7 @@ std::string vad_file(nb::handle py_engine, const std::string& path, const nb::kw
     throw nb::type_error("vad: sample_rate is the file's; it is not an option here (model_rate is)");
   }
   for (const char* stt : {"transcripts", "language", "language_detection", "window", "prompt", "hotwords", "decoding",
-                          "beam_size", "best_of", "temperatures", "word_timestamps"}) {
+                          "beam_size", "best_of", "temperatures", "word_timestamps", "partial_ms"}) {
     if (kwargs.contains(stt)) {
       throw nb::type_error(fmt::format("vad: {} is not an option here (the document has no transcripts: open a "
                                        "stream with transcripts=True on an Engine with an stt_model)",
@@ -101,7 +101,7 @@ std::string vad_file(nb::handle py_engine, const std::string& path, const nb::kw
 }
 
 std::string transcribe_file(nb::handle py_engine, const std::string& path, const nb::kwargs& kwargs) {
-  for (const char* fixed : {"sample_rate", "transcripts", "turn", "emit_probabilities"}) {
+  for (const char* fixed : {"sample_rate", "transcripts", "turn", "emit_probabilities", "partial_ms"}) {
     if (kwargs.contains(fixed)) {
       throw nb::type_error(fmt::format("transcribe: {} is not an option here (the document is the file's "
                                        "transcripts: the file's sample rate, every segment transcribed)",

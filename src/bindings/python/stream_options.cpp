@@ -32,7 +32,7 @@ constexpr const char* kStreamNames =
     "sample_rate, buffer_ms, model_rate, threshold, neg_threshold, min_speech_ms, min_silence_ms, speech_pad_ms, "
     "max_speech_s, min_silence_at_max_speech_ms, use_max_poss_sil_at_max_speech, emit_probabilities, turn, "
     "turn_stop_ms, turn_pre_speech_ms, turn_max_silence_ms, turn_threshold, turn_wait_for_verdict, transcripts, "
-    "language, language_detection, window, prompt, hotwords, word_timestamps, decoding, beam_size, best_of, "
+    "language, language_detection, window, prompt, hotwords, word_timestamps, partial_ms, decoding, beam_size, best_of, "
     "temperatures";
 constexpr const char* kCallNames =
     "voice_options, volume, fast_start, speech_sample_rate, max_queued, barge_in, barge_in_min_speech_ms, "
@@ -80,6 +80,7 @@ class StreamParse {
     else if (key == "prompt") stt_.decode.prompt = value_of<std::string>(v, key, function_, "a str");
     else if (key == "hotwords") stt_.decode.hotwords = value_of<std::string>(v, key, function_, "a str");
     else if (key == "word_timestamps") stt_.word_timestamps = flag();
+    else if (key == "partial_ms") stt_.partial_interval_ms = integer();
     else if (key == "decoding") decoding(value_of<std::string>(v, key, function_, "a str"));
     else if (key == "beam_size") beam_size_ = integer();
     else if (key == "best_of") best_of_ = integer();

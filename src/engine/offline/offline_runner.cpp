@@ -83,6 +83,9 @@ bool drain_events(Lane& job) {
           job.result.transcripts.push_back({e.start_s, e.end_s, std::move(*t)});
           break;
         }
+        case EventType::kTranscriptPartial:  // a live stream's; each segment's transcript follows
+          job.stream.read_transcript(e);
+          break;
         case EventType::kSpeechStart:
         case EventType::kOverload: break;  // only what fits is pushed: no refusals
         case EventType::kTtsAudio:

@@ -33,10 +33,13 @@ void encode_transcript(const Transcript& t, std::vector<std::byte>& out) {
                      t.compression_ratio,
                      {},
                      static_cast<std::uint32_t>(t.text.size()),
-                     static_cast<std::uint32_t>(t.words.size())};
+                     static_cast<std::uint32_t>(t.words.size()),
+                     static_cast<std::uint32_t>(t.unstable.size()),
+                     0};
   std::memcpy(h.language, t.language.data(), std::min(t.language.size(), sizeof(h.language) - 1));
   append(out, h);
   append_text(out, t.text);
+  append_text(out, t.unstable);
   for (const WhisperWord& w : t.words) {
     append(out, TranscriptWordHeader{w.start_s, w.end_s, w.probability, static_cast<std::uint32_t>(w.text.size())});
     append_text(out, w.text);
@@ -61,6 +64,9 @@ Transcript decode_transcript(std::span<const std::byte> payload) {
   const std::size_t text = std::min<std::size_t>(h.text_bytes, rest.size());
   t.text.assign(reinterpret_cast<const char*>(rest.data()), text);
   rest = rest.subspan(text);
+  const std::size_t unstable = std::min<std::size_t>(h.unstable_bytes, rest.size());
+  t.unstable.assign(reinterpret_cast<const char*>(rest.data()), unstable);
+  rest = rest.subspan(unstable);
   for (std::uint32_t k = 0; k < h.words && rest.size() >= sizeof(TranscriptWordHeader); ++k) {
     TranscriptWordHeader w{};
     std::memcpy(&w, rest.data(), sizeof(w));

@@ -1,4 +1,5 @@
-// A kTranscript event's payload: a 48-byte header, the text (UTF-8), then its words, each a
+// A kTranscript (kTranscriptPartial) event's payload: a 56-byte header, the text (UTF-8), the
+// unstable text, then its words, each a
 // TranscriptWordHeader and the word's text. The stt stage writes it (encode_transcript), the
 // stream's reader reads it back (decode_transcript).
 #pragma once
@@ -23,8 +24,10 @@ struct TranscriptHeader {
   char language[12];  // the code, NUL-padded (Whisper's longest is 3 bytes)
   std::uint32_t text_bytes;
   std::uint32_t words;
+  std::uint32_t unstable_bytes;
+  std::uint32_t reserved;
 };
-static_assert(sizeof(TranscriptHeader) == 48);
+static_assert(sizeof(TranscriptHeader) == 56);
 
 struct TranscriptWordHeader {
   double start_s;

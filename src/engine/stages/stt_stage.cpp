@@ -45,6 +45,13 @@ SttStage::SttStage(const SttOptions& options, SttPool& stt_pool) : pool_(&stt_po
     searches_.emplace_back(stt_pool.model().config(), d, &stt_pool.model().vocabulary());
   }
   width_ = options.fallback.max_width(options.decode);
+  if (options.partial_interval_ms > 0) {
+    WhisperDecodeOptions greedy = options.decode;
+    greedy.beam_size = 1;
+    greedy.best_of = 1;
+    greedy.temperature = 0.0f;
+    partial_search_.emplace(stt_pool.model().config(), greedy, &stt_pool.model().vocabulary());
+  }
   if (options.word_timestamps && stt_pool.alignment_heads() == 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("word timestamps need a Whisper decoder with alignment heads; model '{}' has none (convert "
@@ -145,7 +152,7 @@ std::int64_t SttAdapter::prepare_encode(SttRequest& r, std::size_t row) {
   if (frames != r.window_frames) {
     throw Error(ErrorCode::kInternal, fmt::format("segment window {} frames, expected {}", frames, r.window_frames));
   }
-  const int width = r.stage->width();
+  const int width = r.partial ? 1 : r.stage->width();
   r.lanes.clear();
   for (int k = 0; k < width; ++k) {
     const int lane = decoder_.acquire();
@@ -213,7 +220,8 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     r.result_tokens.clear();
     r.aligner.reset();
     r.timings.clear();
-    r.search.emplace(r.stage->search());
+    r.tokens.clear();
+    r.search.emplace(r.partial ? r.stage->partial_search() : r.stage->search());
     r.stage->adopt_language(*r.search);
     r.key = decode_key_;
     return true;
@@ -236,7 +244,8 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     decoder_.copy(r.lanes[static_cast<std::size_t>(copy.from)], r.lanes[static_cast<std::size_t>(copy.to)], copy.audio);
   }
   if (search.rewind()) decoder_.rewind(r.lanes.front());
-  if (search.width() == 1) r.stage->note_language(search);  // detected in the prompt, if detecting
+  // Detected in the prompt, if detecting; not from a partial decode's first half-second of speech.
+  if (search.width() == 1 && !r.partial) r.stage->note_language(search);
   if (!search.done()) return true;
   return conclude_attempt(r);
 }
@@ -258,8 +267,9 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
   tried.compression_ratio = static_cast<float>(attempt.compression_ratio);
   r.attempts.push_back(attempt);
   r.results.push_back(std::move(tried));
-  if (options.word_timestamps) r.result_tokens.emplace_back(search.tokens().begin(), search.tokens().end());
-  const std::optional<std::size_t> keep = whisper_kept_attempt(r.attempts, r.stage->attempts(), options.decode,
+  if (options.word_timestamps || r.partial) r.result_tokens.emplace_back(search.tokens().begin(), search.tokens().end());
+  const std::optional<std::size_t> keep = whisper_kept_attempt(r.attempts, r.partial ? 1 : r.stage->attempts(),
+                                                               options.decode,
                                                                options.fallback.compression_ratio_threshold);
   if (!keep) {
     // The next temperature on the same lanes: the first still holds the encoder output.
@@ -272,7 +282,8 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
     return true;
   }
   Transcript t = std::move(r.results[*keep]);
-  if (t.hit_token_limit && r.window_frames < full_frames_ && options.fit_fallback) {
+  if (!r.result_tokens.empty()) r.tokens = r.result_tokens[*keep];
+  if (t.hit_token_limit && r.window_frames < full_frames_ && options.fit_fallback && !r.partial) {
     // Whisper repeated itself in the cut window: the full window, from the encoder on.
     release_lanes(r);
     r.search.reset();
@@ -284,8 +295,8 @@ bool SttAdapter::conclude_attempt(SttRequest& r) {
   t.no_speech = whisper_no_speech(t.no_speech_prob, t.avg_logprob, options.decode);
   if (t.no_speech) t.text.clear();
   r.transcript = std::move(t);
-  if (options.word_timestamps && !r.transcript.no_speech && !r.result_tokens[*keep].empty()) {
-    return start_alignment(r, r.result_tokens[*keep], search.language_token());
+  if (options.word_timestamps && !r.partial && !r.transcript.no_speech && !r.tokens.empty()) {
+    return start_alignment(r, r.tokens, search.language_token());
   }
   finish(r);
   return false;
@@ -386,7 +397,7 @@ void SttPool::stop() {
 }
 
 bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, double start_s, double end_s,
-                     const AudioHistory::Range& audio) {
+                     const AudioHistory::Range& audio, bool partial) {
   SttRequest* r = nullptr;
   {
     // Under the waiters' lock, so that a slot given back between a failed acquire and the wait
@@ -394,6 +405,7 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
     std::lock_guard lock(waiting_mu_);
     r = slots_->acquire();
     if (r == nullptr) {
+      if (partial) return false;  // skipped: the next interval tries again
       if (!stage.waits_for_slot_) {
         stage.waits_for_slot_ = true;
         waiting_.emplace_back(stream.shared_from_this(), &stage);
@@ -409,6 +421,7 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
   r->stream = stream.shared_from_this();
   r->stage = &stage;
   r->seq = seq;
+  r->partial = partial;
   r->start_s = start_s;
   r->end_s = end_s;
   r->sample_rate_hz = stream.model_rate_hz;
@@ -419,7 +432,10 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
   const int full = model_->config().dims.full_frames();
   const std::size_t samples16k = n * static_cast<std::size_t>(WhisperFeatures::kSampleRateHz) /
                                  static_cast<std::size_t>(stream.model_rate_hz);
-  r->window_frames = options.window == WhisperWindow::kFull
+  // A partial decode is cheap where it can be: the fit window.
+  const bool full_window =
+      partial ? !model_->supports_fit_window() : options.window == WhisperWindow::kFull;
+  r->window_frames = full_window
                          ? full
                          : WhisperFeatures::fit_frames(WhisperFeatures::content_frames(samples16k),
                                                        WhisperFeatures::kDefaultFitGranularityFrames,
@@ -448,16 +464,17 @@ void SttPool::release(SttRequest* r) {
 
 // --- the stream's side, on its VAD worker --------------------------------------------------------
 
-bool SttStage::try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample) {
+bool SttStage::try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample, bool partial) {
   const auto max_samples = static_cast<std::int64_t>(kSttMaxSegmentS * s.model_rate_hz);
   const AudioHistory::Range audio = s.history->range(std::max(start_sample, end_sample - max_samples), end_sample);
   // Counted before the request can come back (its worker may finish it before submit returns).
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
-  if (!pool_->submit(s, *this, next_seq_, s.seconds(start_sample), s.seconds(end_sample), audio)) {
+  if (!pool_->submit(s, *this, partial ? speech_segment_ : next_seq_, s.seconds(start_sample), s.seconds(end_sample),
+                     audio, partial)) {
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
     return false;
   }
-  ++next_seq_;
+  if (!partial) ++next_seq_;
   return true;
 }
 
@@ -490,13 +507,54 @@ void SttStage::emit(StreamState& s, SttRequest& r) {
   s.output.emit_with_payload(ev, payload_, {}, false);
 }
 
+void SttStage::emit_partial(StreamState& s, SttRequest& r) {
+  if (r.failed || r.transcript.no_speech) return;  // a failure shows in the segment's transcript
+  const std::vector<int>& tokens = r.tokens;
+  // LocalAgreement: the tokens this decode and the previous one begin with, cut back to where a
+  // word starts (a token with a leading space), so that no word is half agreed.
+  std::size_t agreed = 0;
+  while (agreed < tokens.size() && agreed < previous_.size() && tokens[agreed] == previous_[agreed]) ++agreed;
+  const WhisperVocabulary& vocabulary = pool_->model().vocabulary();
+  auto starts_word = [&](int token) {
+    const std::string_view b = vocabulary.bytes(token);
+    return !b.empty() && b.front() == ' ';
+  };
+  while (agreed > agreed_.size() && agreed < tokens.size() && !starts_word(tokens[agreed])) --agreed;
+  // What was agreed stays: a decode that contradicts it shows only it.
+  const bool continues =
+      tokens.size() >= agreed_.size() && std::equal(agreed_.begin(), agreed_.end(), tokens.begin());
+  if (continues && agreed > agreed_.size()) agreed_.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(agreed));
+  previous_ = tokens;
+  Transcript& t = r.transcript;
+  t.text = pool_->model().decode(agreed_);
+  t.unstable = continues ? pool_->model().decode(std::span<const int>(tokens).subspan(agreed_.size())) : std::string();
+  encode_transcript(t, payload_);
+  Event ev;
+  ev.type = EventType::kTranscriptPartial;
+  ev.start_s = r.start_s;
+  ev.end_s = r.end_s;
+  ev.probability = t.no_speech_prob;
+  s.output.emit_with_payload(ev, payload_, {}, false);
+}
+
 void SttStage::release(SttRequest& r) {
   in_flight_.fetch_sub(1, std::memory_order_acq_rel);
   pool_->release(&r);
 }
 
 void SttStage::on_segment(StreamState& s, const SegmentEvent& e) {
-  if (e.kind != SegmentEvent::Kind::kSpeechEnd) return;
+  if (e.kind == SegmentEvent::Kind::kSpeechStart) {
+    if (options_.partial_interval_ms > 0) {
+      in_speech_ = true;
+      ++speech_segment_;
+      speech_start_ = e.start_sample;
+      last_partial_ = s.history->written();
+      agreed_.clear();
+      previous_.clear();
+    }
+    return;
+  }
+  in_speech_ = false;
   if (deferred_ || !try_submit(s, e.start_sample, e.end_sample)) {
     // Only one segment can wait: the stream holds its frames until it is submitted.
     deferred_ = true;
@@ -505,12 +563,40 @@ void SttStage::on_segment(StreamState& s, const SegmentEvent& e) {
   }
 }
 
+void SttStage::on_frame(StreamState& s, float /*probability*/, std::int64_t /*frame_ready_ns*/) {
+  if (!in_speech_ || partial_in_flight_) return;
+  const std::int64_t now = s.history->written();
+  const std::int64_t interval = static_cast<std::int64_t>(options_.partial_interval_ms) * s.model_rate_hz / 1000;
+  if (now - last_partial_ < interval) return;
+  last_partial_ = now;  // asked now, or skipped until the next interval (no free slot)
+  if (now - speech_start_ > static_cast<std::int64_t>(kSttMaxSegmentS * s.model_rate_hz)) return;
+  partial_in_flight_ = try_submit(s, speech_start_, now, true);
+}
+
 void SttStage::collect(StreamState& s) {
+  // Partial decodes first: one of the open segment becomes an event, a stale one is dropped.
+  while (true) {
+    SttRequest* partial = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      const auto it = std::find_if(done_.begin(), done_.end(), [](SttRequest* r) { return r->partial; });
+      if (it != done_.end()) {
+        partial = *it;
+        *it = done_.back();
+        done_.pop_back();
+      }
+    }
+    if (partial == nullptr) break;
+    partial_in_flight_ = false;
+    if (in_speech_ && partial->seq == speech_segment_) emit_partial(s, *partial);
+    release(*partial);
+  }
   while (true) {
     SttRequest* next = nullptr;
     {
       std::lock_guard lock(mu_);
-      const auto it = std::find_if(done_.begin(), done_.end(), [&](SttRequest* r) { return r->seq == next_emit_; });
+      const auto it = std::find_if(done_.begin(), done_.end(),
+                                   [&](SttRequest* r) { return !r->partial && r->seq == next_emit_; });
       if (it != done_.end()) {
         next = *it;
         *it = done_.back();

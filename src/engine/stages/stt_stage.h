@@ -82,8 +82,11 @@ class SttStage final : public Stage {
   // Transcripts ready in the mailbox become events, in segment order; a deferred segment is
   // submitted when it can be.
   void collect(StreamState& s) override;
-  // A speech segment ended: its transcription is submitted (or deferred, holding the stream).
+  // A speech segment ended: its transcription is submitted (or deferred, holding the stream). One
+  // started: with partial transcripts, its decodes are scheduled from now on.
   void on_segment(StreamState& s, const SegmentEvent& e) override;
+  // Partial transcripts: the open segment's audio so far decoded again when its interval is up.
+  void on_frame(StreamState& s, float probability, std::int64_t frame_ready_ns) override;
   // The stream is being retired: what its requests still hold goes back to the pool.
   void close(StreamState& s) override;
   // A segment waits for a request slot: the stream holds its frames (the history must keep the
@@ -96,6 +99,8 @@ class SttStage final : public Stage {
   const SttOptions& options() const noexcept { return options_; }
   // The decoding of each attempt (one per fallback temperature; the first is the search).
   const WhisperSearch& search(std::size_t attempt = 0) const noexcept { return searches_[attempt]; }
+  // Partial transcripts' decoding: the search's, greedy, without the fallback.
+  const WhisperSearch& partial_search() const noexcept { return *partial_search_; }
   std::size_t attempts() const noexcept { return searches_.size(); }
   // Decoder lanes a segment holds: the widest attempt's sequences.
   int width() const noexcept { return width_; }
@@ -108,13 +113,16 @@ class SttStage final : public Stage {
   bool deliver(SttRequest& r);
 
  private:
-  bool try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample);
+  bool try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample, bool partial = false);
   void emit(StreamState& s, SttRequest& r);
+  // A partial decode's result: the agreement with the previous one, a kTranscriptPartial.
+  void emit_partial(StreamState& s, SttRequest& r);
   void release(SttRequest& r);  // the request's transcript is out: its slot back
 
   SttPool* const pool_;
   const SttOptions options_;
   std::vector<WhisperSearch> searches_;  // the stream's decoding options, shared by its requests
+  std::optional<WhisperSearch> partial_search_;
   int width_ = 1;
   // VAD worker only.
   std::uint64_t next_seq_ = 0;        // number of the next segment submitted
@@ -133,6 +141,16 @@ class SttStage final : public Stage {
   // payload being written.
   double last_speech_s_ = 0.0;
   std::vector<std::byte> payload_;
+  // Partial transcripts (VAD worker only): the open segment (its number, start, the stream's
+  // samples when its last decode was asked), the decode in flight, the tokens agreed on so far
+  // and the previous decode's.
+  bool in_speech_ = false;
+  std::uint64_t speech_segment_ = 0;
+  std::int64_t speech_start_ = 0;
+  std::int64_t last_partial_ = 0;
+  bool partial_in_flight_ = false;
+  std::vector<int> agreed_;
+  std::vector<int> previous_;
   // Mailbox: requests whose result is ready (their worker), taken by the VAD worker.
   std::mutex mu_;
   std::vector<SttRequest*> done_;  // capacity: the pool's request slots (mu_)
@@ -143,7 +161,8 @@ class SttStage final : public Stage {
 struct SttRequest : PoolJob {
   std::shared_ptr<StreamState> stream;  // held until its transcript is emitted
   SttStage* stage = nullptr;            // the stream's, kept alive by `stream`
-  std::uint64_t seq = 0;               // the stream's segment number
+  std::uint64_t seq = 0;               // the stream's segment number (a partial: its speech segment's)
+  bool partial = false;                // a partial transcript's decode of an open segment
   double start_s = 0;                  // the segment, in stream seconds
   double end_s = 0;
   int sample_rate_hz = 16000;          // of `audio` (the stream's model rate)
@@ -158,6 +177,7 @@ struct SttRequest : PoolJob {
   std::vector<std::vector<int>> result_tokens;  // and their tokens (for word timestamps)
   std::optional<WhisperAligner> aligner;  // the word-timestamp pass, after the decoding
   std::vector<WhisperWordTiming> timings;  // its words, within the segment
+  std::vector<int> tokens;             // the kept attempt's tokens (partials, word timestamps)
   // The result, for the stream's VAD worker.
   Transcript transcript;
   bool failed = false;
@@ -240,8 +260,10 @@ class SttPool final : public ModelPool {
   // VAD worker: queues the transcription of `audio` (model-rate samples of the segment
   // [start_s, end_s)) for `stage` of `stream`. False when every request slot is in use: the stream
   // is then woken when one is free (schedule on its VAD pool) and must hold its frames until then.
+  // A partial decode (`partial`) that finds no slot is not queued: the stream neither waits nor
+  // is woken for it.
   bool submit(StreamState& stream, SttStage& stage, std::uint64_t seq, double start_s, double end_s,
-              const AudioHistory::Range& audio);
+              const AudioHistory::Range& audio, bool partial = false);
   // The stream's VAD worker, after it emitted the request's transcript: the slot back, and a
   // waiting stream woken.
   void release(SttRequest* r);

@@ -227,7 +227,9 @@ std::size_t Stream::read_payload(const Event& event, std::span<std::byte> out) {
 }
 
 std::optional<Transcript> Stream::read_transcript(const Event& event) {
-  if (event.type != EventType::kTranscript || !state_) return std::nullopt;
+  if ((event.type != EventType::kTranscript && event.type != EventType::kTranscriptPartial) || !state_) {
+    return std::nullopt;
+  }
   const std::vector<std::byte> bytes = state_->output.read_bytes(event);
   if (bytes.size() < 16) return std::nullopt;
   return engine::decode_transcript(bytes);
