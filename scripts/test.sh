@@ -160,9 +160,13 @@ case "$preset" in
     # temperature fallback's comparisons with faster-whisper and with the transcriber across
     # streams (their lane copies run under ASan in WhisperDecoder.ACopiedLaneContinuesAsItsSource).
     # The streams that wait for one request slot are a matter of threads: release and TSan run them.
+    # Word timestamps against faster-whisper's (tiny.en, base) and the engine's words against the
+    # transcriber's are numerics too (~40 s of CPU in release); the alignment pass, the path and the
+    # placement run here in the words tests on hand-made timings and in the partial transcripts'
+    # engine test's decoding.
     # The engine's stt stage, Piper and Smart Turn run under the sanitizers in the other engine,
     # TTS and turn tests.
-    ctest_args=(-E '^(WhisperParity\.(FullWindowTextMatchesFasterWhisper|FitWindowStaysCloseToFullWindow|BatchedDecodingEqualsOneAtATime|Int8WeightsKeepFasterWhispersAccuracy)|WhisperMultilingual\.(DetectsAndTranscribesAsFasterWhisper|FasterWhispersDefaultDecodingGivesItsAccuracy|TheFallbackFiresWhereFasterWhispersDoes|APromptAndHotwordsDecodeAsFasterWhispers)|EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams|StreamsWaitingForTheOneRequestSlotAllGetTheirTranscripts)|PiperParity\.AudioEqualsPiperTtsWithNoiseOff|turn\.pipecat_parity|browser\.|CliFiles\.LongFileInBoundedMemory$|server_uploads$|server_openai_api$|server_soak_calls_short$|server_soak_short$|server_call_loadtest$|vad_telephony_accuracy$|TtsIntelligibility\.)')
+    ctest_args=(-E '^(WhisperParity\.(FullWindowTextMatchesFasterWhisper|FitWindowStaysCloseToFullWindow|BatchedDecodingEqualsOneAtATime|Int8WeightsKeepFasterWhispersAccuracy)|WhisperMultilingual\.(DetectsAndTranscribesAsFasterWhisper|FasterWhispersDefaultDecodingGivesItsAccuracy|TheFallbackFiresWhereFasterWhispersDoes|APromptAndHotwordsDecodeAsFasterWhispers)|WhisperWords\.(TinyEnWordTimesMatchFasterWhisper|BaseWordTimesMatchFasterWhisperInFiveLanguages)|EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams|StreamsWaitingForTheOneRequestSlotAllGetTheirTranscripts|WordTimestampsAreTheTranscribersOnTheSameAudio)|PiperParity\.AudioEqualsPiperTtsWithNoiseOff|turn\.pipecat_parity|browser\.|CliFiles\.LongFileInBoundedMemory$|server_uploads$|server_openai_api$|server_soak_calls_short$|server_soak_short$|server_call_loadtest$|vad_telephony_accuracy$|TtsIntelligibility\.)')
     ;;
   tsan)
     # The pools, the watchdog, the payload channel, the server and a model's one session (run by
@@ -172,8 +176,9 @@ case "$preset" in
                 brisvox_engine_accounting_tests brisvox_batch_pool_tests brisvox_payload_tests brisvox_reader_wake_tests
                 brisvox_stt_engine_tests brisvox_tts_engine_tests brisvox_call_engine_tests
                 brisvox_server_tests brisvox_cli)
-    # Of the speech-to-text engine tests, the single-stream transcript comparisons are numerics
-    # (run in release and asan); the concurrent-streams and bad-stage ones are where threads meet.
+    # Of the speech-to-text engine tests, the single-stream transcript comparisons and the word
+    # timestamps' comparison are numerics (release, and asan for the first); the concurrent-streams,
+    # partial-transcript and bad-stage ones are where threads meet.
     # The calls' soak checks every frame of real-time callers, which Piper under ThreadSanitizer
     # (5-15x slower) cannot keep up with; its calls' threads are covered by server_call_end_to_end.
     # OpenAI's routes start no thread of their own (the upload and TTS paths they translate onto
@@ -186,7 +191,7 @@ case "$preset" in
     # operations and soak tests are about inputs, limits and memory over time: ASan's phase and the
     # release phase run them.
     ctest_args=(-L 'engine|server|runtime'
-                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_telephony_freeswitch|server_telephony_audiosocket|server_soak_short|server_hardening|server_operations)$')
+                -E '^(EngineStt\.(EachSegmentsTranscriptIsTheTranscribersOnTheSameAudio|BeamSearchAndTheFallbackGiveTheTranscribersResultAcrossStreams|TelephonyAudioIsTranscribedAt8kHz|TheOfflineRunnerWritesTheTranscriptionDocument|WordTimestampsAreTheTranscribersOnTheSameAudio)|server_soak_calls_short|server_openai_api|server_openai_realtime|server_telephony_twilio|server_telephony_telnyx|server_telephony_vonage|server_telephony_asterisk|server_telephony_jambonz|server_telephony_freeswitch|server_telephony_audiosocket|server_soak_short|server_hardening|server_operations)$')
     ;;
 esac
 

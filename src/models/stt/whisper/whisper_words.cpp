@@ -15,7 +15,7 @@ namespace brisvox {
 namespace {
 
 constexpr double kPositionsPerSecond = 50.0;  // encoder positions: 2 mel frames of 10 ms
-constexpr char32_t kReplacement = 0xFFFD;
+constexpr char32_t kReplacementChar = 0xFFFD;
 // Python's string.punctuation.
 constexpr std::string_view kAsciiPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 constexpr std::string_view kSentenceEnds = ".\u3002!\uff01?\uff1f";
@@ -50,7 +50,7 @@ std::string decode(const WhisperVocabulary& vocabulary, int eot, std::span<const
 }
 
 // Python's str.isspace, for str.strip().
-bool is_space(char32_t c) {
+bool is_python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
@@ -82,8 +82,8 @@ std::string strip(std::string_view s) {
   const std::u32string u = utf32(s);
   std::size_t b = 0;
   std::size_t e = u.size();
-  while (b < e && is_space(u[b])) ++b;
-  while (e > b && is_space(u[e - 1])) --e;
+  while (b < e && is_python_space(u[b])) ++b;
+  while (e > b && is_python_space(u[e - 1])) --e;
   return utf8(std::u32string_view(u).substr(b, e - b));
 }
 
@@ -121,8 +121,8 @@ std::vector<std::pair<std::string, std::vector<int>>> whisper_split_words(const 
     current.push_back(token);
     const std::string text = decode(vocabulary, eot, current);
     const std::u32string u = utf32(text);
-    const std::size_t bad = u.find(kReplacement);
-    if (bad == std::u32string::npos || (bad + offset < full.size() && full[bad + offset] == kReplacement)) {
+    const std::size_t bad = u.find(kReplacementChar);
+    if (bad == std::u32string::npos || (bad + offset < full.size() && full[bad + offset] == kReplacementChar)) {
       pieces.emplace_back(text, current);
       current.clear();
       offset += u.size();
