@@ -12,7 +12,7 @@
 include(CMakePackageConfigHelpers)
 
 set(BRISVOX_INSTALL_MODELS "silero;smart-turn" CACHE STRING
-    "Model families copied into share/brisvox/models by install and the .deb: silero (VAD, 9 MB), smart-turn (8 MB), whisper (tiny.en and tiny.en-int8, 270 MB), piper (the voices under models/piper)")
+    "Model families copied into share/brisvox/models by install and the .deb: silero (VAD, 9 MB), smart-turn (8 MB), whisper (tiny.en, tiny.en-int8 and base-int8, 450 MB), piper (the voices under models/piper)")
 
 set_target_properties(brisvox_c PROPERTIES EXPORT_NAME c)
 target_include_directories(brisvox_c PUBLIC $<INSTALL_INTERFACE:include>)
@@ -37,7 +37,8 @@ foreach(family IN LISTS BRISVOX_INSTALL_MODELS)
     install(FILES "${_m}/smart-turn-v3.2-cpu.onnx" "${_m}/smart-turn-v3.2-cpu.LICENSE"
             DESTINATION share/brisvox/models)
   elseif(family STREQUAL "whisper")
-    install(DIRECTORY "${_m}/whisper-tiny.en" "${_m}/whisper-tiny.en-int8" DESTINATION share/brisvox/models)
+    install(DIRECTORY "${_m}/whisper-tiny.en" "${_m}/whisper-tiny.en-int8" "${_m}/whisper-base-int8"
+            DESTINATION share/brisvox/models)
   elseif(family STREQUAL "piper")
     install(DIRECTORY "${_m}/piper" DESTINATION share/brisvox/models)
   else()

@@ -136,7 +136,7 @@ def vad(path: "str | _os.PathLike[str]", *, vad_model: str = "v6", turn_model: "
     return _json.loads(_vad_file(shared_engine(vad_model, turn_model), _os.fspath(path), **params))
 
 
-def transcribe(path: "str | _os.PathLike[str]", *, stt_model: str = "tiny.en", vad_model: str = "v6",
+def transcribe(path: "str | _os.PathLike[str]", *, stt_model: str = "base-int8", vad_model: str = "v6",
                **params) -> dict:
     """The transcript of an audio file (WAV, FLAC, Ogg, ... at any rate): the document that
     `brisvox transcribe --format json FILE` prints, parsed.

@@ -20,7 +20,8 @@ namespace {
 
 struct TranscribeOptions {
   FileOptions files;
-  std::string model = "tiny.en";
+  // Multilingual, the language detected: docs/MODELS.md "The default model" (measured).
+  std::string model = "base-int8";
   std::string format = "json";
   std::string language;
   std::string window = "full";
@@ -128,10 +129,11 @@ Command add_transcribe_command(CLI::App& app) {
       "are left out. txt: the text; srt and vtt: one cue per segment (one file), or per word with --word-timestamps.\n"
       "With --word-timestamps each JSON segment also holds \"words\": [{\"start\":s,\"end\":s,\"word\":\"...\",\"probability\":p}].\n"
       "Examples:\n"
-      "  brisvox transcribe call.wav\n"
+      "  brisvox transcribe call.wav                      (Whisper base-int8: any language, detected)\n"
+      "  brisvox transcribe --model tiny.en-int8 call.wav (English only: as accurate on English, twice as fast)\n"
       "  brisvox transcribe --format srt lecture.flac > lecture.srt\n"
       "  brisvox transcribe --word-timestamps --format vtt lecture.flac > words.vtt\n"
-      "  brisvox transcribe --model base interview.wav        (language detected)\n"
+      "  brisvox transcribe --model base interview.wav        (float32 weights)\n"
       "  brisvox transcribe --model base-int8 --language de interview.wav\n"
       "  brisvox transcribe --model base --decoding faster-whisper --task translate entrevista.wav\n"
       "  brisvox transcribe --prompt \"Brisvox, Pipecat, LiveKit.\" --hotwords \"Zendesk Twilio\" call.wav\n"

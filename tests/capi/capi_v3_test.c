@@ -155,7 +155,7 @@ static void stream_transcripts(brisvox_engine* engine, const Pcm* pcm, char* all
 static void test_transcripts(brisvox_engine* engine, const char* wav, const Pcm* pcm, const char* cli) {
   /* What the CLI prints for the file is the reference (it runs the same engine from C++). */
   char command[8192];
-  snprintf(command, sizeof command, "'%s' transcribe --format json '%s' 2>/dev/null", cli, wav);
+  snprintf(command, sizeof command, "'%s' transcribe --model tiny.en --format json '%s' 2>/dev/null", cli, wav);
   char* expected = run_command(command);
   CHECK(expected != NULL);
   if (!expected) return;

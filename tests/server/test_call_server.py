@@ -167,7 +167,7 @@ def transcribe(c, pcm, rate, name):
         w.setsampwidth(2)
         w.setframerate(rate)
         w.writeframes(pcm)
-    out = subprocess.run([c.args.brisvox, "transcribe", "--format", "json", path], capture_output=True, text=True,
+    out = subprocess.run([c.args.brisvox, "transcribe", "--model", "tiny.en", "--format", "json", path], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     return " ".join(s["text"] for s in json.loads(out.splitlines()[0])["segments"])
 

@@ -49,7 +49,7 @@ def client(server):
 
 
 def cli_transcript(path):
-    out = subprocess.run([BRISVOX, "transcribe", path], check=True, capture_output=True, text=True,
+    out = subprocess.run([BRISVOX, "transcribe", "--model", "tiny.en", path], check=True, capture_output=True, text=True,
                          timeout=120).stdout
     ref = json.loads(out)
     assert ref["text"] and len(ref["segments"]) > 1, ref
@@ -166,7 +166,7 @@ def test_stream(transcribe, reference):
 def test_word_timestamps(transcribe, clip):
     # The words of `brisvox transcribe --word-timestamps`, without their leading space; segments
     # only when asked for too.
-    ref = json.loads(subprocess.run([BRISVOX, "transcribe", "--word-timestamps", str(clip)], check=True,
+    ref = json.loads(subprocess.run([BRISVOX, "transcribe", "--model", "tiny.en", "--word-timestamps", str(clip)], check=True,
                                     capture_output=True, text=True, timeout=120).stdout)
     want = [w for s in ref["segments"] for w in s["words"]]
     assert len(want) > 10

@@ -75,7 +75,7 @@ def pcm24k(tmp_path_factory):
 
 
 def cli_segments(path, *extra):
-    out = subprocess.run([BRISVOX, "transcribe", "--min-silence-ms", "500", "--speech-pad-ms", "300", *extra, path],
+    out = subprocess.run([BRISVOX, "transcribe", "--model", "tiny.en", "--min-silence-ms", "500", "--speech-pad-ms", "300", *extra, path],
                          check=True, capture_output=True, text=True, timeout=120).stdout
     return json.loads(out)
 
@@ -356,7 +356,7 @@ def test_refusals(client, server):
 @pytest.fixture(scope="module")
 def clip_words():
     """The words `brisvox transcribe` (its own VAD parameters) finds in the clip's segments."""
-    reference = json.loads(subprocess.run([BRISVOX, "transcribe", SAMPLE], check=True, capture_output=True,
+    reference = json.loads(subprocess.run([BRISVOX, "transcribe", "--model", "tiny.en", SAMPLE], check=True, capture_output=True,
                                           text=True, timeout=120).stdout)
     expected = " ".join(s["text"].strip() for s in reference["segments"] if s["end"] <= CLIP_S)
     assert expected

@@ -36,7 +36,7 @@ def http_request(method, url, body=None, timeout=120):
 
 
 def cli_transcript(args, *options):
-    out = subprocess.run([args.brisvox, "transcribe", *options, args.sample], check=True, capture_output=True,
+    out = subprocess.run([args.brisvox, "transcribe", "--model", "tiny.en", *options, args.sample], check=True, capture_output=True,
                          text=True, timeout=120).stdout
     return json.loads(out)
 
