@@ -113,15 +113,30 @@ def test_partial_transcripts_in_a_stream():
     engine = brisvox.Engine(stt_model=str(WHISPER_TINY))
     samples, rate = read_wav(SAMPLE_WAV)
     partials, finals = [], []
+    segments = brisvox.transcribe(SAMPLE_WAV, stt_model=str(WHISPER_TINY))["segments"]
+
+    def take(events):
+        for e in events:
+            (partials if e.type == brisvox.EventType.TRANSCRIPT_PARTIAL else finals).append(e)
+
+    # As fast as the stream takes it, but 1 s into each segment (all are longer) the test waits (up
+    # to 30 s) for a partial of it: a loaded machine makes the test slower, never the partials late.
     with engine.open_stream(sample_rate=rate, transcripts=True, partial_ms=500) as stream:
-        for i in range(0, len(samples), 3200):
-            stream.push(samples[i:i + 3200])
-            time.sleep(0.02)  # about 10x real time: partial decodes finish between pushes
-            for e in stream.poll():
-                (partials if e.type == brisvox.EventType.TRANSCRIPT_PARTIAL else finals).append(e)
+        pos = 0
+        pauses = [seg["start"] + 1.0 for seg in segments]
+        while pos < len(samples):
+            for seg, pause in zip(segments, pauses):
+                if pause <= pos / rate < pause + 0.1:
+                    deadline = time.monotonic() + 30
+                    while not any(abs(p.start_s - seg["start"]) < 0.05 for p in partials) and time.monotonic() < deadline:
+                        event = stream.next_event(timeout=0.05)
+                        if event is not None:
+                            take([event])
+            pos += stream.push(samples[pos:pos + 1600])
+            take(stream.poll())
         stream.finish()
-        finals += [e for e in stream]
-    assert len(partials) >= 2, partials
+        take(stream)
+    assert len({p.start_s for p in partials}) == len(segments), partials
     agreed = {}
     for p in partials:
         assert p.text.startswith(agreed.get(p.start_s, "")) and isinstance(p.unstable, str), p

@@ -56,14 +56,16 @@ TEST(WhisperDecoder, LanesAreTakenLowestFirstAndHolesRideAlong) {
   EXPECT_THROW(d.release(3), Error);
   EXPECT_THROW(d.begin(7, 10), Error);
   EXPECT_THROW(d.begin(0, 201), Error);  // more audio positions than the lanes hold
-  EXPECT_EQ(d.max_tokens(), 36);         // min(64, 4 + 64 / 2)
+  EXPECT_EQ(d.max_tokens(), 37);         // min(64, 5 + 64 / 2)
   EXPECT_EQ(d.max_audio_positions(), 200);
 }
 
 TEST(WhisperDecoder, BytesPerLaneFollowTheStatedFormula) {
   WhisperDecoder d(en_model(), WhisperDecoderConfig{2, 20, 150, {}});
-  // 8 x layers x state x (tokens + audio) + 4 x vocab, plus the new-row buffer and three int64.
-  const std::size_t expected = 8 * 2 * 64 * (20 + 150) + 4 * 1811 + 4 * 2 * 2 * 64 + 3 * 8;
+  // 8 x layers x state x (tokens + audio) + 4 x vocab, plus the new-row buffer, the alignment
+  // heads' scores (the generated model's: every head of its second layer) and three int64.
+  ASSERT_EQ(d.alignment_heads(), 4);
+  const std::size_t expected = 8 * 2 * 64 * (20 + 150) + 4 * 1811 + 4 * 2 * 2 * 64 + 4 * 4 * 150 + 3 * 8;
   EXPECT_EQ(d.bytes_per_lane(), expected);
 }
 

@@ -498,12 +498,16 @@ void SttStage::emit(StreamState& s, SttRequest& r) {
     t.words = whisper_place_words(std::move(r.timings), r.start_s, start, end, last_speech_s_);
     last_speech_s_ = t.words.empty() ? r.end_s : t.words.back().end_s;
   }
-  encode_transcript(t, payload_);
+  emit_payload(s, r, EventType::kTranscript);
+}
+
+void SttStage::emit_payload(StreamState& s, const SttRequest& r, EventType type) {
+  encode_transcript(r.transcript, payload_);
   Event ev;
-  ev.type = EventType::kTranscript;
+  ev.type = type;
   ev.start_s = r.start_s;
   ev.end_s = r.end_s;
-  ev.probability = t.no_speech_prob;
+  ev.probability = r.transcript.no_speech_prob;
   s.output.emit_with_payload(ev, payload_, {}, false);
 }
 
@@ -528,13 +532,7 @@ void SttStage::emit_partial(StreamState& s, SttRequest& r) {
   Transcript& t = r.transcript;
   t.text = pool_->model().decode(agreed_);
   t.unstable = continues ? pool_->model().decode(std::span<const int>(tokens).subspan(agreed_.size())) : std::string();
-  encode_transcript(t, payload_);
-  Event ev;
-  ev.type = EventType::kTranscriptPartial;
-  ev.start_s = r.start_s;
-  ev.end_s = r.end_s;
-  ev.probability = t.no_speech_prob;
-  s.output.emit_with_payload(ev, payload_, {}, false);
+  emit_payload(s, r, EventType::kTranscriptPartial);
 }
 
 void SttStage::release(SttRequest& r) {
@@ -563,7 +561,9 @@ void SttStage::on_segment(StreamState& s, const SegmentEvent& e) {
   }
 }
 
-void SttStage::on_frame(StreamState& s, float /*probability*/, std::int64_t /*frame_ready_ns*/) {
+void SttStage::on_frame(StreamState& s, float /*probability*/, std::int64_t /*frame_ready_ns*/) { ask_partial(s); }
+
+void SttStage::ask_partial(StreamState& s) {
   if (!in_speech_ || partial_in_flight_) return;
   const std::int64_t now = s.history->written();
   const std::int64_t interval = static_cast<std::int64_t>(options_.partial_interval_ms) * s.model_rate_hz / 1000;
@@ -590,6 +590,7 @@ void SttStage::collect(StreamState& s) {
     partial_in_flight_ = false;
     if (in_speech_ && partial->seq == speech_segment_) emit_partial(s, *partial);
     release(*partial);
+    ask_partial(s);  // its interval may be up already: the next is not left for the next frame
   }
   while (true) {
     SttRequest* next = nullptr;

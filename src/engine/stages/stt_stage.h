@@ -40,6 +40,7 @@
 
 #include "brisvox/audio/resampler.h"
 #include "brisvox/engine/engine_config.h"
+#include "brisvox/engine/events.h"
 #include "brisvox/engine/transcript.h"
 #include "brisvox/models/stt/whisper_beam.h"
 #include "brisvox/models/stt/whisper_decoder.h"
@@ -115,8 +116,12 @@ class SttStage final : public Stage {
  private:
   bool try_submit(StreamState& s, std::int64_t start_sample, std::int64_t end_sample, bool partial = false);
   void emit(StreamState& s, SttRequest& r);
+  // The open segment's next partial decode, when its interval is up and none is in flight.
+  void ask_partial(StreamState& s);
   // A partial decode's result: the agreement with the previous one, a kTranscriptPartial.
   void emit_partial(StreamState& s, SttRequest& r);
+  // r.transcript as the payload of a `type` event over r's span.
+  void emit_payload(StreamState& s, const SttRequest& r, EventType type);
   void release(SttRequest& r);  // the request's transcript is out: its slot back
 
   SttPool* const pool_;

@@ -31,8 +31,8 @@
 //                `position` rows, so each step packs the lane's cached rows into a shared
 //                scratch: O(position) floats copied, growing with the prefix.
 // Memory per lane: bytes_per_lane() (kBrisvox: 8 x n_text_layer x n_text_state x (max_tokens +
-// max_audio_positions + 1) + 4 x n_vocab + 24 bytes). Whisper tiny at the defaults (229 tokens,
-// 1500 positions): 21.5 MB, of which 18.4 MB are the cross-attention keys/values of a full window
+// max_audio_positions + 1) + 4 x n_vocab + 4 x alignment heads x max_audio_positions + 24 bytes).
+// Whisper tiny at the defaults (229 tokens, 1500 positions): 21.5 MB, of which 18.4 MB are the cross-attention keys/values of a full window
 // and 2.8 MB the self-attention cache; with max_audio_positions 500 (fit windows up to 10 s):
 // 9.2 MB. Whisper small (12 layers, width 768): 128 MB at the defaults.
 //
