@@ -1,6 +1,8 @@
 // Tokens to words and words to times: faster-whisper's Tokenizer.split_to_word_tokens,
 // find_alignment, merge_punctuations and add_word_timestamps (faster_whisper/transcribe.py 1.2.1),
-// including Python's substring tests where it writes `x in "..."`.
+// including Python's substring tests where it writes `x in "..."`. The texts decoded here are valid
+// UTF-8 (WhisperVocabulary::decode replaces invalid sequences; specials spell ASCII), so Piper's
+// strict UTF-8 codec reads them.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "brisvox/models/stt/whisper_vocabulary.h"
 #include "brisvox/models/stt/whisper_words.h"
+#include "models/tts/piper/unicode_text.h"
 
 namespace brisvox {
 namespace {
@@ -19,21 +22,6 @@ constexpr char32_t kReplacementChar = 0xFFFD;
 // Python's string.punctuation.
 constexpr std::string_view kAsciiPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 constexpr std::string_view kSentenceEnds = ".\u3002!\uff01?\uff1f";
-
-std::u32string utf32(std::string_view s) {
-  std::u32string out;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;  // decode() output is valid UTF-8
-    char32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n && i + static_cast<std::size_t>(k) < s.size(); ++k) {
-      cp = (cp << 6) | (static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]) & 0x3F);
-    }
-    out.push_back(cp);
-    i += static_cast<std::size_t>(n);
-  }
-  return out;
-}
 
 // As faster-whisper's decode_with_timestamps of ids without timestamps (Hugging Face's decode,
 // special tokens kept as their spelling): runs of text tokens decoded together.
@@ -55,36 +43,14 @@ bool is_python_space(char32_t c) {
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-std::string utf8(std::u32string_view u) {
-  std::string out;
-  for (char32_t c : u) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
-  return out;
-}
-
 // Python's str.strip().
 std::string strip(std::string_view s) {
-  const std::u32string u = utf32(s);
+  const std::u32string u = tts::decode_utf8(s);
   std::size_t b = 0;
   std::size_t e = u.size();
   while (b < e && is_python_space(u[b])) ++b;
   while (e > b && is_python_space(u[e - 1])) --e;
-  return utf8(std::u32string_view(u).substr(b, e - b));
+  return tts::encode_utf8(std::u32string_view(u).substr(b, e - b));
 }
 
 // Python's `needle in haystack` for strings: a substring test ("" is in every string).
@@ -113,14 +79,14 @@ std::vector<std::pair<std::string, std::vector<int>>> whisper_split_words(const 
   all.push_back(eot);
   // split_tokens_on_unicode: a piece ends where its decoded text holds no replacement character
   // that the whole text does not also hold at that place.
-  const std::u32string full = utf32(decode(vocabulary, eot, all));
+  const std::u32string full = tts::decode_utf8(decode(vocabulary, eot, all));
   std::vector<std::pair<std::string, std::vector<int>>> pieces;
   std::vector<int> current;
   std::size_t offset = 0;
   for (int token : all) {
     current.push_back(token);
     const std::string text = decode(vocabulary, eot, current);
-    const std::u32string u = utf32(text);
+    const std::u32string u = tts::decode_utf8(text);
     const std::size_t bad = u.find(kReplacementChar);
     if (bad == std::u32string::npos || (bad + offset < full.size() && full[bad + offset] == kReplacementChar)) {
       pieces.emplace_back(text, current);
