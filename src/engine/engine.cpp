@@ -80,9 +80,10 @@ struct Engine::Impl {
   std::atomic<std::uint64_t> opened{0};
   std::atomic<std::uint64_t> refused{0};
 
-  // open_stream() and open_call()'s stream: `config` validated; `barge_in` and `call` for a call's.
+  // open_stream() and open_call()'s stream: `config` validated; `barge_in` and `call` for a call's;
+  // `admitted` for a session's next stream (no capacity or admission check).
   std::shared_ptr<StreamState> open_stream(StreamConfig config, const BargeInOptions* barge_in,
-                                           std::shared_ptr<engine::CallLink> call);
+                                           std::shared_ptr<engine::CallLink> call, bool admitted = false);
   // open_speech() and open_call()'s speech: `config` validated; `wake` a call's shared wake-up.
   std::shared_ptr<engine::SpeechState> open_speech(const SpeechConfig& config, std::shared_ptr<engine::ReaderWake> wake);
 };
@@ -120,8 +121,18 @@ Stream Engine::open_stream(const StreamConfig& requested) {
   return Stream(impl_->open_stream(requested, nullptr, nullptr));
 }
 
+Stream Engine::open_stream(const StreamConfig& requested, const Stream& continues) {
+  if (!continues) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "open_stream(config, continues): the stream it continues is closed; open a new stream with "
+                "open_stream(config), which admission control may refuse");
+  }
+  requested.validate();
+  return Stream(impl_->open_stream(requested, nullptr, nullptr, /*admitted=*/true));
+}
+
 std::shared_ptr<StreamState> Engine::Impl::open_stream(StreamConfig stream, const BargeInOptions* barge_in,
-                                                       std::shared_ptr<engine::CallLink> call) {
+                                                       std::shared_ptr<engine::CallLink> call, bool admitted) {
   engine::VadPool* vad = models.vad_pool(stream.vad.model);
   if (vad == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -137,12 +148,12 @@ std::shared_ptr<StreamState> Engine::Impl::open_stream(StreamConfig stream, cons
   std::lock_guard lock(open_mu);
   if (draining.load()) throw Error(ErrorCode::kClosed, "the engine is shutting down: no new streams");
   const int active = static_cast<int>(shared.streams.size());
-  if (active >= config.max_streams) {
+  if (!admitted && active >= config.max_streams) {
     refused.fetch_add(1, std::memory_order_relaxed);
     throw Error(ErrorCode::kOverloaded, fmt::format("engine at capacity: {} of {} streams open (EngineConfig::max_streams)",
                                                     active, config.max_streams));
   }
-  if (config.admission_control) {
+  if (config.admission_control && !admitted) {
     const double p99 = vad->recent_p99_queue_delay_us(now_ns());
     if (p99 > config.latency_budget_ms * 1000.0) {
       refused.fetch_add(1, std::memory_order_relaxed);

@@ -285,6 +285,37 @@ TEST(Engine, RefusesStreamsBeyondCapacity) {
   EXPECT_NO_THROW(engine.open_stream({}));
 }
 
+TEST(Engine, ASessionsNextStreamIsNotRefusedAtCapacity) {
+  EngineConfig config = small_engine(1);
+  config.max_streams = 1;
+  Engine engine(config);
+  Stream first = engine.open_stream({});
+  EXPECT_THROW(engine.open_stream({}), Error);  // a new arrival at capacity
+  // The same session's next stream (a Realtime session.update) takes over from the first.
+  Stream next = engine.open_stream({}, first);
+  first.close();
+  std::vector<float> speechless(1024, 0.0f);
+  EXPECT_EQ(next.push(speechless), speechless.size());
+  next.flush();
+  bool ended = false;
+  std::vector<Event> events(16);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    next.wait_events(std::chrono::milliseconds(100));
+    const std::size_t n = next.poll(events);
+    for (std::size_t i = 0; i < n; ++i) ended |= events[i].type == EventType::kEndOfStream;
+  }
+  EXPECT_TRUE(ended);
+  // Only an open stream vouches for a session.
+  try {
+    engine.open_stream({}, first);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("closed"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Engine, InvalidConfigsAreRejectedWithTheField) {
   EngineConfig bad = small_engine(1);
   bad.model("vad").max_batch = -1;

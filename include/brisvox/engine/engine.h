@@ -63,6 +63,12 @@ class Engine {
 
   // Error(kOverloaded) at capacity, Error(kInvalidArgument) for a bad config.
   Stream open_stream(const StreamConfig& config);
+  // The next stream of a session that `continues` (an open stream of this engine) was admitted for:
+  // a session whose configuration changes mid-call (a Realtime session.update, a commit that ends
+  // its stream). Neither max_streams nor admission control refuses it: the session is not a new
+  // arrival, and the caller closes `continues` once this one takes over. Error(kInvalidArgument)
+  // for a bad config or a `continues` that is closed, Error(kClosed) while shutting down.
+  Stream open_stream(const StreamConfig& config, const Stream& continues);
   // A text-to-speech session on the Piper voice `config.model` (speech.h). Error(kInvalidArgument)
   // for a bad config or a model that is no Piper voice of this engine (naming its models),
   // Error(kOverloaded) when the voice's max_pending sessions are open, Error(kClosed) while
