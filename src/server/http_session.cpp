@@ -158,6 +158,7 @@ void HttpSession::read_request() {
   log_tag_.clear();
   head_time_ = std::chrono::steady_clock::now();
   ++request_number_;
+  ++reads_;
   arm_deadline(std::chrono::seconds(ctx_.config.limits.request_head_timeout_s));
   stream_.expires_after(std::chrono::seconds(ctx_.config.limits.http_timeout_s) + kBackstop);
   http::async_read_header(stream_, buffer_, *parser_,
@@ -289,6 +290,12 @@ void HttpSession::on_read_error(beast::error_code ec) {
   const auto& l = ctx_.config.limits;
   Request dummy;
   dummy.keep_alive(false);
+  if (timed_out_ && reads_ > 1 && !parser_->got_some() && buffer_.size() == 0) {
+    // A kept-alive connection that sent nothing of a next request is idle, not slow: it is closed
+    // without an answer, which its client would read as the answer to the request it sends next.
+    close();
+    return;
+  }
   if (timed_out_) {
     ctx_.metrics.count_error("request_timeout");
     const bool head = !parser_->is_header_done();

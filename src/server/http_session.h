@@ -67,11 +67,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ConnectionLimiter::Slot slot_;
   boost::asio::steady_timer deadline_;
   std::uint64_t request_number_ = 0;  // a deadline fires only for its own request
+  std::uint64_t reads_ = 0;           // request heads waited for on this connection
   bool timed_out_ = false;
   bool head_request_ = false;          // HEAD: the answer's body is not sent
   BodyLimit body_limit_{0, ""};        // of the request's route (router.h)
-  std::shared_ptr<void> upload_;
-  std::shared_ptr<class HangupWatch> hangup_;  // while an upload's job runs: its client leaving stops it       // a unit of ctx.uploads, held until the answer is sent
+  std::shared_ptr<void> upload_;               // a unit of ctx.uploads, held until the answer is sent
+  std::shared_ptr<class HangupWatch> hangup_;  // while an upload's job runs: its client leaving stops it
   // For the access log (and 401/403 lines): the request's method, path and tag, and when its head came.
   std::string_view handler_ = "none";  // route_name() of the request, for the HTTP metrics
   std::string log_method_ = "-";

@@ -340,6 +340,17 @@ def test_request_head_timeout_408(c):
     r = read_response(sock, timeout=3)
     sock.close()
     assert r is not None and r[0] == 408, r
+    # A kept-alive connection that sends nothing more is idle: closed after the same time, without
+    # an answer its client would take for the answer to its next request.
+    sock = connect(s)
+    sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode())
+    r = read_response(sock, timeout=5)
+    assert r is not None and r[0] == 200, r
+    t0 = time.monotonic()
+    assert read_response(sock, timeout=5) is None, "an idle kept-alive connection was answered"
+    took = time.monotonic() - t0
+    sock.close()
+    assert 0.5 < took < 3, f"closed after {took:.1f} s"
 
 
 def test_body_drip_408(c):
