@@ -195,6 +195,37 @@ TEST(WhisperSequence, SamplesGreedilyUnderTheSuppressedDistribution) {
   EXPECT_EQ(seq.tokens().size(), 2u);
 }
 
+TEST(WhisperSequence, ForcedTokensComeFirstAndAreScoredAsChosen) {
+  const WhisperSearch search(config(false), {});
+  WhisperSequence seq(search);
+  const std::vector<int> forced = {6, 7};
+  seq.force(forced);
+  feed(seq, std::vector<float>(kVocab, 0.0f));  // after sot
+  const std::vector<int> suppressed_first = {3, kTranslate, kTranscribe, kSot, kSotPrev, kSotLm, kNoSpeech, kBlank, kEot};
+  const std::vector<int> suppressed = {3, kTranslate, kTranscribe, kSot, kSotPrev, kSotLm, kNoSpeech};
+  // 5 is the most probable, 6 is forced: 6, with its own log-probability.
+  std::vector<float> l = favour(5, 4.0f);
+  const double lp1 = log_softmax_at(l, 6, suppressed_first);
+  seq.consume(l);
+  l = favour(5, 4.0f);
+  const double lp2 = log_softmax_at(l, 7, suppressed);
+  seq.consume(l);
+  // Then chosen again: 5.
+  l = favour(5, 4.0f);
+  const double lp3 = log_softmax_at(l, 5, suppressed);
+  seq.consume(l);
+  EXPECT_EQ(std::vector<int>(seq.tokens().begin(), seq.tokens().end()), (std::vector<int>{6, 7, 5}));
+  EXPECT_NEAR(seq.sum_logprob(), lp1 + lp2 + lp3, 1e-6);
+  // Kept across reset(); a forced token the step forbids (blank, suppressed first) ends the forcing.
+  const std::vector<int> blank_first = {kBlank, 7};
+  seq.force(blank_first);
+  seq.reset();
+  feed(seq, std::vector<float>(kVocab, 0.0f));
+  feed(seq, favour(5, 4.0f));
+  feed(seq, favour(8, 4.0f));
+  EXPECT_EQ(std::vector<int>(seq.tokens().begin(), seq.tokens().end()), (std::vector<int>{5, 8}));
+}
+
 TEST(WhisperSequence, TiesGoToTheLowestIdAndNaNNeverWins) {
   const WhisperSearch search(config(false), {});
   WhisperSequence seq(search);

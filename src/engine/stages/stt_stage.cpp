@@ -222,6 +222,9 @@ bool SttAdapter::complete(SttRequest& r, const Completion& c) {
     r.timings.clear();
     r.tokens.clear();
     r.search.emplace(r.partial ? r.stage->partial_search() : r.stage->search());
+    // A partial decode continues from what the earlier ones agreed on, so that the agreement grows
+    // past an early word they would decode differently now.
+    if (r.partial) r.search->force(r.prefix);
     r.stage->adopt_language(*r.search);
     r.key = decode_key_;
     return true;
@@ -382,6 +385,7 @@ SttPool::SttPool(const ModelSpec& spec)
       slots_(std::make_unique<RequestSlots<SttRequest>>(static_cast<std::size_t>(spec.max_pending), [](SttRequest& r) {
         r.audio.assign(kMaxSegmentSamples16k, 0.0f);
         r.lanes.reserve(16);
+        r.prefix.reserve(256);  // a Whisper decode's tokens: at most n_text_ctx / 2
       })),
       pool_(spec,
             PoolShape{stt_num_keys(model_->config().dims.full_frames()), static_cast<std::size_t>(spec.max_pending)},
@@ -422,6 +426,8 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
   r->stage = &stage;
   r->seq = seq;
   r->partial = partial;
+  if (partial) r->prefix.assign(stage.agreed().begin(), stage.agreed().end());
+  else r->prefix.clear();
   r->start_s = start_s;
   r->end_s = end_s;
   r->sample_rate_hz = stream.model_rate_hz;
@@ -524,7 +530,8 @@ void SttStage::emit_partial(StreamState& s, SttRequest& r) {
     return !b.empty() && b.front() == ' ';
   };
   while (agreed > agreed_.size() && agreed < tokens.size() && !starts_word(tokens[agreed])) --agreed;
-  // What was agreed stays: a decode that contradicts it shows only it.
+  // What was agreed stays (the decode was forced to begin with it; one whose rules forbade a forced
+  // token contradicts it and shows only it).
   const bool continues =
       tokens.size() >= agreed_.size() && std::equal(agreed_.begin(), agreed_.end(), tokens.begin());
   if (continues && agreed > agreed_.size()) agreed_.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(agreed));

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,9 @@ class SttStage final : public Stage {
   const WhisperSearch& search(std::size_t attempt = 0) const noexcept { return searches_[attempt]; }
   // Partial transcripts' decoding: the search's, greedy, without the fallback.
   const WhisperSearch& partial_search() const noexcept { return *partial_search_; }
+  // The open segment's agreed tokens, which its next partial decode is forced to begin with (the
+  // stream's VAD worker).
+  std::span<const int> agreed() const noexcept { return agreed_; }
   std::size_t attempts() const noexcept { return searches_.size(); }
   // Decoder lanes a segment holds: the widest attempt's sequences.
   int width() const noexcept { return width_; }
@@ -183,6 +187,7 @@ struct SttRequest : PoolJob {
   std::optional<WhisperAligner> aligner;  // the word-timestamp pass, after the decoding
   std::vector<WhisperWordTiming> timings;  // its words, within the segment
   std::vector<int> tokens;             // the kept attempt's tokens (partials, word timestamps)
+  std::vector<int> prefix;             // a partial decode's forced start: the agreed tokens
   // The result, for the stream's VAD worker.
   Transcript transcript;
   bool failed = false;

@@ -61,6 +61,12 @@ class WhisperBeamSearch {
   bool rewind() const { return width_ == 1 && live_.front().rewind(); }
   // As WhisperSequence::set_language, while in the prompt.
   void set_language(int token, float probability) { live_.front().set_language(token, probability); }
+  // As WhisperSequence::force, for every hypothesis (greedy and sampling; a beam's hypotheses
+  // choose among candidates and are not forced).
+  void force(std::span<const int> tokens) {
+    for (auto& s : live_) s.force(tokens);
+    for (auto& s : next_) s.force(tokens);
+  }
 
   // The decoder's logits for each live slot ([width()][n_vocab]); entries are overwritten.
   // Throws as WhisperSequence::consume.

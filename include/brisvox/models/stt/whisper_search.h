@@ -183,6 +183,11 @@ class WhisperSequence {
   // The generator of sampled tokens (temperature > 0); a sequence starts seeded with 0. Kept
   // across reset().
   void seed(std::uint64_t seed) { rng_.seed(seed); }
+  // Text tokens the sequence must begin with (a partial transcript's agreed words): its first
+  // sampled steps take them, each scored as if chosen (its log-probability is added), and choose
+  // from then on. A token the step's rules forbid ends the forcing there. `tokens` must outlive the
+  // decode; kept across reset(); empty: none.
+  void force(std::span<const int> tokens) { forced_ = tokens; }
 
   // Sampled tokens without the final <|endoftext|> (text and, with timestamps, timestamp ids).
   std::span<const int> tokens() const { return tokens_; }
@@ -226,6 +231,7 @@ class WhisperSequence {
   float language_probability_ = 1.0f;
   std::vector<float> language_probs_;  // capacity: the model's languages (when detecting)
   std::mt19937_64 rng_{0};
+  std::span<const int> forced_;
 };
 
 }  // namespace brisvox

@@ -387,6 +387,14 @@ int WhisperSequence::choose(std::span<const float> logits, double& logprob) {
     throw Error(ErrorCode::kRuntime, "Whisper decoder produced no finite logit for an allowed token (a broken model?)");
   }
   const double log_sum = std::log(whisper_detail::sum_exp_below(logits, max));
+  if (tokens_.size() < forced_.size()) {
+    const int token = forced_[tokens_.size()];
+    if (token >= 0 && static_cast<std::size_t>(token) < logits.size() && logits[static_cast<std::size_t>(token)] > kNegInf) {
+      logprob = static_cast<double>(logits[static_cast<std::size_t>(token)]) - max - log_sum;
+      return token;
+    }
+    forced_ = {};  // a token the rules forbid here: the rest is chosen
+  }
   const float temperature = search_->options_.temperature;
   if (temperature > 0.0f) {
     // softmax(logits / T): draw u in [0, total) and walk the cumulative sum; masked tokens weigh 0.
@@ -434,6 +442,7 @@ void WhisperSequence::extend(const WhisperSequence& parent, int token, double su
   language_token_ = parent.language_token_;
   language_probability_ = parent.language_probability_;
   language_probs_.assign(parent.language_probs_.begin(), parent.language_probs_.end());
+  forced_ = parent.forced_;
   sum_logprob_ = sum_logprob;
   append(token);
 }
