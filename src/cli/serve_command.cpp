@@ -206,6 +206,11 @@ Command add_serve_command(CLI::App& app) {
                  "The rate the VAD runs at for telephony calls: 16000 (default: 8 kHz phone audio upsampled to the 16 kHz "
                  "model, the more accurate) or 8000 (the 8 kHz model, ~1.7x the callers per core; docs/TELEPHONY.md)")
       ->check(CLI::IsMember({8000, 16000}));
+  app.add_option("--realtime-partial-ms", c.realtime_partial_ms,
+                 "Realtime transcription sessions: partial transcripts every N ms of speech, sent as incremental "
+                 "deltas (every model name but whisper-1, whose delta is the whole transcript, as OpenAI's); 0: one "
+                 "delta per item for all, half the speech-to-text CPU (docs/OPENAI.md)")
+      ->capture_default_str();
   app.add_option("--allow-origin", c.allowed_origins,
                  "A browser origin allowed besides this server's own pages (repeatable; '*' for any)");
   app.add_option("--allow-host", c.allowed_hosts,

@@ -203,6 +203,9 @@ std::string render_prometheus(const EngineStats& st, const ServerMetrics& server
   sample(out, "brisvox_websocket_sessions_total", "counter", "WebSocket sessions accepted.",
          server.websocket_sessions_total.load());
   sample(out, "brisvox_streams_opened_total", "counter", "Engine streams opened.", st.streams_opened);
+  sample(out, "brisvox_realtime_deltas_revised_total", "counter",
+         "Realtime transcription items whose completed transcript revised words their deltas had sent.",
+         server.realtime_deltas_revised.load());
   sample(out, "brisvox_streams_refused_total", "counter",
          "Streams refused: at capacity, over the latency budget, or shutting down.",
          st.streams_refused + server.streams_refused.load());

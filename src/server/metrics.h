@@ -52,6 +52,9 @@ class ServerMetrics {
   }
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(AudioLoss::kCount)> audio_samples_lost{};
   std::atomic<std::uint64_t> http_requests{0};
+  // Realtime items whose final transcript does not begin with what their deltas (partial
+  // transcripts' agreed text) already said.
+  std::atomic<std::uint64_t> realtime_deltas_revised{0};
 
  private:
   mutable std::mutex mu_;

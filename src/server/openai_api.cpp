@@ -103,6 +103,12 @@ std::optional<std::string> map_model_name(const EngineConfig& engine, ModelFamil
   return std::nullopt;
 }
 
+bool model_takes_prompt(const EngineConfig& engine, const std::string& model) {
+  const ModelSpec& spec = engine.model(model);
+  const auto room = spec.options.find("prompt_tokens");
+  return room != spec.options.end() && room->second != "0";
+}
+
 std::string models_list_json(const EngineConfig& engine) {
   OrderedJson data = OrderedJson::array();
   auto add = [&](std::string_view id) {

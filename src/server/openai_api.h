@@ -34,6 +34,13 @@ std::string to_openai_error(int status, std::string_view body);
 // of the family is configured.
 std::optional<std::string> map_model_name(const EngineConfig& engine, ModelFamily family, std::string_view name);
 
+// Whether the configured Whisper model `model` has decoder room for a prompt (--stt-prompt-tokens),
+// and the message that says how to give it some when it has none.
+bool model_takes_prompt(const EngineConfig& engine, const std::string& model);
+inline constexpr std::string_view kNoPromptRoom =
+    "this server's speech-to-text model takes no prompt: start brisvox serve with --stt-prompt-tokens N (N up to "
+    "446 tokens), or leave the prompt out";
+
 // GET /v1/models: {"object":"list","data":[{"id","object":"model","created":0,"owned_by":"brisvox"},...]}:
 // the configured Whisper and Piper models under their own names and the stock names that map to them.
 std::string models_list_json(const EngineConfig& engine);

@@ -40,12 +40,8 @@ HttpAnswer run_openai_transcription(Engine& engine, ServerMetrics& metrics, std:
       else stt.fallback.temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
       stt.word_timestamps = form.words;
       if (form.prompt.find_first_not_of(" \t\r\n") != std::string::npos) {
-        const ModelSpec& spec = engine.config().model(form.model);
-        if (!spec.options.contains("prompt_tokens") || spec.options.at("prompt_tokens") == "0") {
-          throw OpenAiError{400,
-                            "this server's speech-to-text model takes no prompt: start brisvox serve with "
-                            "--stt-prompt-tokens N (N up to 446 tokens), or leave the prompt out",
-                            "prompt", "invalid_value"};
+        if (!model_takes_prompt(engine.config(), form.model)) {
+          throw OpenAiError{400, std::string(kNoPromptRoom), "prompt", "invalid_value"};
         }
         stt.decode.prompt = form.prompt;
       }

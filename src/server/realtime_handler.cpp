@@ -25,21 +25,25 @@ constexpr double kMinCommitMs = 100.0;
 constexpr std::size_t kMaxDeferred = 16;
 
 
-Stream open_engine_stream(ServerContext& ctx, const RealtimeSession& session, std::function<void()> on_events) {
-  StreamConfig config = realtime_stream_config(ctx.engine.config(), session);
+// `continues`: the session's open stream, when this one replaces it. A session admitted once is
+// not refused again for the engine's load when an update or a commit gives it a new stream.
+Stream open_engine_stream(ServerContext& ctx, const RealtimeSession& session, std::function<void()> on_events,
+                          const Stream& continues = Stream()) {
+  StreamConfig config = realtime_stream_config(ctx.engine.config(), session, ctx.config.realtime_partial_ms);
   config.buffer_ms = ctx.config.limits.engine_buffer_ms;
   config.on_events = std::move(on_events);
-  return ctx.engine.open_stream(config);
+  return continues ? ctx.engine.open_stream(config, continues) : ctx.engine.open_stream(config);
 }
 
 // What the engine does with two sessions' audio, and how its events become items, is the same:
-// only the prompt or the name of the same model differs.
-bool same_pipeline(const EngineConfig& engine, const RealtimeSession& a, const RealtimeSession& b) {
+// only the name of the same model differs.
+bool same_pipeline(const ServerContext& ctx, const RealtimeSession& a, const RealtimeSession& b) {
+  const EngineConfig& engine = ctx.engine.config();
   // Who ends items (the VAD, Smart Turn, the client) changes how the stream's events are read.
   if (a.turn_detection.has_value() != b.turn_detection.has_value()) return false;
   if (a.turn_detection && a.turn_detection->type != b.turn_detection->type) return false;
-  const StreamConfig x = realtime_stream_config(engine, a);
-  const StreamConfig y = realtime_stream_config(engine, b);
+  const StreamConfig x = realtime_stream_config(engine, a, ctx.config.realtime_partial_ms);
+  const StreamConfig y = realtime_stream_config(engine, b, ctx.config.realtime_partial_ms);
   if (a.encoding != b.encoding || x.sample_rate_hz != y.sample_rate_hz) return false;
   if (x.vad.params.threshold != y.vad.params.threshold || x.vad.params.speech_pad_ms != y.vad.params.speech_pad_ms ||
       x.vad.params.min_silence_ms != y.vad.params.min_silence_ms) {
@@ -50,7 +54,9 @@ bool same_pipeline(const EngineConfig& engine, const RealtimeSession& a, const R
     return false;
   }
   if (x.stt.has_value() != y.stt.has_value()) return false;
-  return !x.stt || (x.stt->model == y.stt->model && x.stt->decode.language == y.stt->decode.language);
+  return !x.stt || (x.stt->model == y.stt->model && x.stt->decode.language == y.stt->decode.language &&
+                    x.stt->decode.prompt == y.stt->decode.prompt &&
+                    x.stt->partial_interval_ms == y.stt->partial_interval_ms);
 }
 
 // The first configured model of a family (Whisper: a session's transcription model until the
@@ -82,7 +88,7 @@ std::string_view failure_type(std::string_view code) {
 
 }  // namespace
 
-StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session) {
+StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session, int partial_ms) {
   StreamConfig c;
   c.sample_rate_hz = session.sample_rate_hz;
   // With turn_detection null the client's commits end items, but the VAD still finds the speech
@@ -117,6 +123,13 @@ StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSe
     stt.model = *model;
     // Without a language a multilingual model detects it (on the session's first item).
     stt.decode.language = session.transcription->language;
+    if (session.transcription->prompt.find_first_not_of(" \t\r\n") != std::string::npos) {
+      if (!model_takes_prompt(engine, *model)) throw Error(ErrorCode::kInvalidArgument, std::string(kNoPromptRoom));
+      stt.decode.prompt = session.transcription->prompt;
+    }
+    // OpenAI's whisper-1 sends an item's transcript as one delta; its other models send it as it
+    // comes, which brisvox's partial transcripts give.
+    if (session.transcription->model != "whisper-1") stt.partial_interval_ms = partial_ms;
     c.stt = std::move(stt);
   }
   c.validate();
@@ -276,7 +289,7 @@ void RealtimeHandler::update(const RealtimeSession& next, const std::string& cli
     return;
   }
   try {
-    if (same_pipeline(ctx_.engine.config(), session_, next)) {
+    if (same_pipeline(ctx_, session_, next)) {
       session_ = next;
       send(realtime_session_event("session.updated", next_event_id(), session_, session_id));
       return;
@@ -287,7 +300,7 @@ void RealtimeHandler::update(const RealtimeSession& next, const std::string& cli
   }
   Stream opened;
   try {
-    opened = open_engine_stream(ctx_, next, on_events_);
+    opened = open_engine_stream(ctx_, next, on_events_, stream_);
   } catch (const Error& e) {
     send_error(engine_busy(e) ? "server_error" : "invalid_request_error",
                RealtimeProblem{std::string(to_string(e.code())), e.what(), "session"}, client_event_id);
@@ -385,8 +398,8 @@ void RealtimeHandler::handle_event(const Event& e) {
     case EventType::kTranscript:
       on_segment_result(e, stream_.read_transcript(e));
       break;
-    case EventType::kTranscriptPartial:  // its sessions ask for none; the payload's room goes back
-      stream_.read_transcript(e);
+    case EventType::kTranscriptPartial:
+      on_partial(stream_.read_transcript(e));
       break;
     case EventType::kError:
       on_segment_result(e, std::nullopt);
@@ -487,6 +500,22 @@ void RealtimeHandler::on_segment_result(const Event& e, const std::optional<Tran
   complete_items();
 }
 
+void RealtimeHandler::on_partial(const std::optional<Transcript>& partial) {
+  // The open segment's item: the speech (server_vad) or turn (semantic_vad) in progress, or the
+  // buffer's (turn_detection null).
+  Item* item = session_.turn_detection ? find_item(segment_item_id_) : &uncommitted_item();
+  // An item's earlier segments' transcripts come first: until they have, its text so far is unknown.
+  if (item == nullptr || item->discarded || item->segments_due > 0 || !partial) return;
+  const std::string agreed = trimmed(partial->text);
+  if (agreed.empty()) return;
+  const std::string text = item->text.empty() ? agreed : item->text + " " + agreed;
+  // Deltas only add: the agreed text grows within a segment, and a decode that contradicts it shows
+  // it alone (docs/MODELS.md, "Partial transcripts").
+  if (text.size() <= item->sent.size() || !text.starts_with(item->sent)) return;
+  send(realtime_transcription_delta(next_event_id(), item->id, text.substr(item->sent.size())));
+  item->sent = text;
+}
+
 void RealtimeHandler::complete_items() {
   const bool transcribing = stream_.config().stt.has_value();
   while (!items_.empty() && items_.front().closed && items_.front().segments_due == 0) {
@@ -495,8 +524,14 @@ void RealtimeHandler::complete_items() {
       if (item.failed) {
         send(realtime_transcription_failed(next_event_id(), item.id, item.error_code, item.error_message));
       } else {
-        // No partial transcripts yet: the whole text is the one delta, as OpenAI's whisper-1 sends it.
-        if (!item.text.empty()) send(realtime_transcription_delta(next_event_id(), item.id, item.text));
+        // What the deltas have not said yet. Without partials (whisper-1) that is the whole text, the
+        // one delta OpenAI's whisper-1 sends. Deltas that said words the final decode changed cannot
+        // be taken back: completed's transcript is the one that counts.
+        if (item.text.size() > item.sent.size() && item.text.starts_with(item.sent)) {
+          send(realtime_transcription_delta(next_event_id(), item.id, item.text.substr(item.sent.size())));
+        } else if (item.text != item.sent) {
+          ctx_.metrics.realtime_deltas_revised.fetch_add(1, std::memory_order_relaxed);
+        }
         send(realtime_transcription_completed(next_event_id(), item.id, item.text, item.seconds));
       }
       ++num_completed_;
@@ -574,10 +609,12 @@ void RealtimeHandler::finish_end() {
     send(realtime_session_event("session.updated", next_event_id(), session_,
                                 fmt::format("sess_{}", connection().id())));
   } else {
-    stream_.close();
     try {
-      stream_ = open_engine_stream(ctx_, session_, on_events_);
+      Stream next = open_engine_stream(ctx_, session_, on_events_, stream_);
+      stream_.close();
+      stream_ = std::move(next);
     } catch (const Error& e) {
+      stream_.close();
       connection().fail(to_string(e.code()), engine_busy(e) ? kCloseTryLater : kCloseInternal, e.what());
     }
   }

@@ -37,9 +37,11 @@
 
 namespace brisvox::server {
 
-// The engine stream a session asks for; Error(kInvalidArgument) for a transcription model the
-// server does not have or a language the model does not take (the message says which).
-StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session);
+// The engine stream a session asks for, with partial transcripts every `partial_ms` (0: none) for
+// a model named other than whisper-1; Error(kInvalidArgument) for a transcription model the server
+// does not have, a language the model does not take, or a prompt it has no room for (the message
+// says which).
+StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session, int partial_ms = 0);
 
 class RealtimeHandler final : public WsHandler {
  public:
@@ -72,6 +74,7 @@ class RealtimeHandler final : public WsHandler {
     std::string error_code;
     std::string error_message;
     std::string text;
+    std::string sent;       // the deltas sent for it so far, concatenated
     double seconds = 0;     // its segments' audio
   };
   struct Segment {
@@ -88,6 +91,8 @@ class RealtimeHandler final : public WsHandler {
   void on_segment_end(const Event& e);
   void on_turn_end(const Event& e);
   void on_segment_result(const Event& e, const std::optional<Transcript>& transcript);
+  // A partial transcript of the open segment: its item's text so far, agreed, as a delta.
+  void on_partial(const std::optional<Transcript>& partial);
   void complete_items();
   void on_end_of_stream();
   void finish_end();  // the end's action, and the stream that goes on

@@ -50,6 +50,9 @@ void ServerConfig::validate() const {
   require(!audiosocket_host.empty(), "--audiosocket-host must not be empty");
   require(io_threads >= 1 && io_threads <= 256, fmt::format("--io-threads must be 1 to 256, got {}", io_threads));
   require(job_threads >= 1 && job_threads <= 256, fmt::format("job_threads must be 1 to 256, got {}", job_threads));
+  require(realtime_partial_ms == 0 || (realtime_partial_ms >= 200 && realtime_partial_ms <= 10000),
+          fmt::format("--realtime-partial-ms must be 0 (one delta per item) or 200 to 10000, got {}",
+                      realtime_partial_ms));
   const ServerLimits& l = limits;
   require(l.max_streams >= 1 && l.max_streams <= 100000,
           fmt::format("--max-streams must be 1 to 100000, got {}", l.max_streams));

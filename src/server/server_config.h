@@ -104,6 +104,10 @@ struct ServerConfig {
   // audio upsampled: the more accurate, docs/TELEPHONY.md), or 8000 (the 8 kHz model: ~1.7x the
   // callers per core). /v1/stream and /v1/call take it per connection (model_rate).
   int phone_model_rate_hz = 0;
+  // Realtime transcription sessions (/v1/realtime): the interval of the partial transcripts their
+  // incremental deltas come from (SttOptions::partial_interval_ms), for every transcription model
+  // name but whisper-1, whose delta OpenAI sends as one piece. 0: one delta per item for all.
+  int realtime_partial_ms = 500;
   // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;
