@@ -380,12 +380,16 @@ def test_bad_events_are_errors_and_the_session_goes_on(client, server):
         conn.session.update(session={"type": "transcription",
                                      "audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
         conn.session.update(session={"type": "realtime"})
-        errors = [e.error for e in reader.wait(count("error", 6)) if e.type == "error"]
+        # A prompt, on a server started without room for one in the decoder.
+        conn.session.update(session={"type": "transcription",
+                                     "audio": {"input": {"transcription": {"model": "whisper-1", "prompt": "Dashwood"}}}})
+        errors = [e.error for e in reader.wait(count("error", 7)) if e.type == "error"]
         assert [e.param for e in errors] == [
             "type", "audio", "session.audio.input.turn_detection.eagerness",
-            "session.audio.input.transcription.model", "session.audio.input.format.rate", "session.type"]
+            "session.audio.input.transcription.model", "session.audio.input.format.rate", "session.type", "session"]
         assert errors[1].event_id == "bad-audio"
         assert errors[3].code == "model_not_found"
+        assert "--stt-prompt-tokens" in errors[6].message, errors[6]
         assert all(e.type == "invalid_request_error" and e.message for e in errors)
         # Still the default session, and still serving.
         conn.session.update(session={"type": "transcription"})
