@@ -67,10 +67,12 @@
 extern "C" {
 #endif
 
-/* The version of this API the header describes: incremented when something is added. Version 4
- * adds the stream's model_rate_hz; version 3, transcripts, calls, speech sessions and file
- * transcription; version 2, on_events. */
-#define BRISVOX_C_API_VERSION 4
+/* The version of this API the header describes: incremented when something is added. Version 5
+ * adds Whisper's decoding options (beam search, the temperature fallback, prompts, translation,
+ * language detection per segment), word timestamps and partial transcripts; version 4, the
+ * stream's model_rate_hz; version 3, transcripts, calls, speech sessions and file transcription;
+ * version 2, on_events. */
+#define BRISVOX_C_API_VERSION 5
 
 /* ---- status codes ------------------------------------------------------------------------------ */
 
@@ -138,6 +140,13 @@ typedef struct brisvox_engine_options {
    * VOICE.onnx.json beside it, or an installed voice's name). Needed by calls and speech sessions. */
   const char* voice;
   int32_t tts_workers;       /* Piper threads; 0 (default): one per core */
+  /* Added in API version 5 (an earlier struct_size is accepted, with these 0). Room in the Whisper
+   * decoder's lanes, which every stream's decoding options must fit: */
+  int32_t stt_max_width;     /* the most sequences a segment is decoded as (a stream's beam_size or
+                              * best_of, 1 to 16); 0 (default): 1, greedy decoding only. Each
+                              * segment in the decoder holds that many lanes. */
+  int32_t stt_prompt_tokens; /* the longest prompt + hotwords a stream may give, in tokens (up to
+                              * 446); 0 (default): none. Longer lanes: more memory per segment. */
 } brisvox_engine_options;
 
 /* Fills in the defaults and struct_size. NULL: BRISVOX_ERR_INVALID_ARGUMENT. Any thread. */
@@ -210,7 +219,43 @@ typedef struct brisvox_stream_options {
    * more accurate on phone audio, docs/TELEPHONY.md); 8000 the 8 kHz model (8 kHz input natively,
    * ~1.7x the callers per core); 16000 the same as 0. */
   int32_t model_rate_hz;
+  /* Added in API version 5 (an earlier struct_size is accepted, with these at their defaults).
+   * Whisper's decoding, as `brisvox transcribe`'s options (docs/MODELS.md); the transcripts'
+   * settings: they need transcripts set. */
+  int32_t decoding;           /* a brisvox_decoding; default BRISVOX_DECODING_GREEDY */
+  int32_t beam_size;          /* beams at temperature 0, 1 to 16 (at most the engine's
+                               * stt_max_width); 0 (default): the decoding's */
+  int32_t best_of;            /* samples per fallback temperature, 1 to 16; 0 (default): the decoding's */
+  const char* temperatures;   /* temperatures tried in turn, comma-separated ("0,0.2,0.4"; "0" alone:
+                               * no fallback); NULL or "" (default): the decoding's */
+  int32_t task;               /* a brisvox_task; default BRISVOX_TASK_TRANSCRIBE */
+  const char* prompt;         /* text the speech is taken to follow: names, spellings, a style
+                               * (faster-whisper's initial_prompt; every segment gets it); needs the
+                               * engine's stt_prompt_tokens; NULL or "" (default): none */
+  const char* hotwords;       /* words likely to be said (faster-whisper's hotwords); as prompt */
+  int32_t language_detection; /* a brisvox_language_detection; default BRISVOX_LANGUAGE_DETECTION_FIRST */
+  int32_t word_timestamps;    /* nonzero: each transcript's words with their times (an alignment
+                               * pass after the text, ~1.15x the speech-to-text CPU); default 0 */
+  int32_t partial_interval_ms; /* 200 to 10000: while speech goes on, its audio so far is decoded
+                                * again every this many ms of audio, each a TRANSCRIPT_PARTIAL event
+                                * (docs/MODELS.md, "Partial transcripts"); 0 (default): none */
 } brisvox_stream_options;
+
+typedef enum brisvox_decoding {
+  BRISVOX_DECODING_GREEDY = 0,         /* the most probable token at each step; no fallback (live streams' default) */
+  BRISVOX_DECODING_FASTER_WHISPER = 1, /* faster-whisper's transcribe defaults: beam 5, best_of 5, temperatures
+                                        * 0, 0.2, ..., 1.0 with its thresholds (the engine's stt_max_width >= 5) */
+} brisvox_decoding;
+
+typedef enum brisvox_task {
+  BRISVOX_TASK_TRANSCRIBE = 0,
+  BRISVOX_TASK_TRANSLATE = 1, /* into English (multilingual models) */
+} brisvox_task;
+
+typedef enum brisvox_language_detection {
+  BRISVOX_LANGUAGE_DETECTION_FIRST = 0, /* without a language: detected on the stream's first segment, then kept */
+  BRISVOX_LANGUAGE_DETECTION_EACH = 1,  /* each segment detects its own (callers who switch languages) */
+} brisvox_language_detection;
 
 typedef enum brisvox_stt_window {
   BRISVOX_STT_WINDOW_FULL = 0, /* the 30 s window Whisper was trained on (faster-whisper's results) */
@@ -273,8 +318,10 @@ typedef enum brisvox_event_type {
   /* A mark (*_mark) was reached: utterance_id is its id; end_s: when playback reaches it, in
    * seconds of CLOCK_MONOTONIC (a call holds the event until then). */
   BRISVOX_EVENT_TTS_MARK = 14,
-  BRISVOX_EVENT_TRANSCRIPT_PARTIAL = 15, /* the engine's partial transcripts (SttOptions::partial_interval_ms);
-                                          the C API has no option for them yet: never delivered */
+  /* Added in API version 5: with partial_interval_ms, a decode of the speech segment still open
+   * (start_s, end_s: its audio so far); its text is what the latest decodes agree on, its unstable
+   * the rest (*_read_transcript). */
+  BRISVOX_EVENT_TRANSCRIPT_PARTIAL = 15,
 } brisvox_event_type;
 
 /* Whether an event comes with a payload (a transcript, a piece of speech). */
@@ -331,11 +378,21 @@ BRISVOX_C_API const char* brisvox_stream_event_error(brisvox_stream* stream);
 /* The last failure of a call on this stream, or "". NULL: "". Any thread. */
 BRISVOX_C_API const char* brisvox_stream_message(const brisvox_stream* stream);
 
-/* A transcript (API version 3), read for a BRISVOX_EVENT_TRANSCRIPT. */
+/* A word of a transcript (API version 5, word_timestamps), as faster-whisper's Word. */
+typedef struct brisvox_word {
+  const char* word;     /* UTF-8, NUL-terminated, with its leading space; owned by the transcript's words */
+  double start_s;       /* seconds of stream audio */
+  double end_s;
+  float probability;
+} brisvox_word;
+
+/* A transcript (API version 3), read for a BRISVOX_EVENT_TRANSCRIPT (or, version 5, a
+ * BRISVOX_EVENT_TRANSCRIPT_PARTIAL). Free what it owns with brisvox_transcript_free. */
 typedef struct brisvox_transcript {
-  size_t struct_size;  /* set by the caller: sizeof(brisvox_transcript) */
+  size_t struct_size;  /* set by the caller: sizeof(brisvox_transcript); version 3/4's layout (ending
+                        * at language) is read without the fields added since */
   /* UTF-8, NUL-terminated, as faster-whisper's segment text (a leading space); "" when no_speech.
-   * Owned by the caller: free it with brisvox_string_free. NULL: the payload is gone (the event
+   * Owned by the caller: free it with brisvox_transcript_free. NULL: the payload is gone (the event
    * says BRISVOX_PAYLOAD_DROPPED, or it was read already, or a later payload was read first). */
   char* text;
   double start_s;       /* the segment, in seconds of stream audio */
@@ -346,13 +403,22 @@ typedef struct brisvox_transcript {
   int32_t hit_token_limit; /* nonzero: decoding stopped at the token limit (the text may be cut) */
   char language[16];    /* the language it was decoded in (the stream's `language`, or the detected
                          * one), NUL-terminated */
+  /* Added in API version 5. */
+  char* unstable;       /* TRANSCRIPT_PARTIAL: the latest decode's words past the agreed text (may
+                         * change); NULL otherwise */
+  brisvox_word* words;  /* with word_timestamps: num_words words (NULL when none) */
+  size_t num_words;
 } brisvox_transcript;
 
-/* Reads the transcript of a TRANSCRIPT event that brisvox_stream_poll returned into *transcript
- * (whose struct_size the caller sets). Payloads are read in the order of their events: reading a
- * later one first discards the earlier ones. BRISVOX_ERR_INVALID_ARGUMENT: NULL, a bad
- * struct_size, an event that is no TRANSCRIPT. The stream's consumer thread, like poll; allocates
- * the text. */
+/* Frees what a transcript owns (text, unstable, words) and sets those fields to NULL (num_words 0).
+ * NULL: does nothing. Any thread. (Version 3's brisvox_string_free(text) still frees the text.) */
+BRISVOX_C_API void brisvox_transcript_free(brisvox_transcript* transcript);
+
+/* Reads the transcript of a TRANSCRIPT (or TRANSCRIPT_PARTIAL) event that brisvox_stream_poll
+ * returned into *transcript (whose struct_size the caller sets). Payloads are read in the order of
+ * their events: reading a later one first discards the earlier ones. BRISVOX_ERR_INVALID_ARGUMENT:
+ * NULL, a bad struct_size, an event that is neither. The stream's consumer thread, like poll;
+ * allocates the text (and unstable, words): brisvox_transcript_free. */
 BRISVOX_C_API brisvox_status brisvox_stream_read_transcript(brisvox_stream* stream, const brisvox_event* event,
                                                             brisvox_transcript* transcript);
 

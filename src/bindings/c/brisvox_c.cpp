@@ -16,15 +16,18 @@
 
 #include "brisvox/engine/offline.h"
 #include "brisvox/formats/result_json.h"
+#include "brisvox/models/stt/whisper_fallback.h"
 #include "capi_internal.h"
 
 namespace brisvox::capi {
 
 // The layouts of earlier API versions.
 constexpr std::size_t kEngineOptionsV2 = offsetof(brisvox_engine_options, stt_model);  // = version 1's
+constexpr std::size_t kEngineOptionsV4 = offsetof(brisvox_engine_options, stt_max_width);  // = version 3's
 constexpr std::size_t kStreamOptionsV1 = offsetof(brisvox_stream_options, on_events);
 constexpr std::size_t kStreamOptionsV2 = offsetof(brisvox_stream_options, transcripts);
 constexpr std::size_t kStreamOptionsV3 = offsetof(brisvox_stream_options, model_rate_hz);
+constexpr std::size_t kStreamOptionsV4 = offsetof(brisvox_stream_options, decoding);
 
 void engine_defaults(brisvox_engine_options& o) {
   const EngineConfig d;
@@ -61,11 +64,72 @@ void stream_defaults(brisvox_stream_options& o) {
   o.language = nullptr;
   o.stt_window = BRISVOX_STT_WINDOW_FULL;
   o.model_rate_hz = d.vad.model_rate_hz;
+  o.decoding = BRISVOX_DECODING_GREEDY;
+  o.task = BRISVOX_TASK_TRANSCRIBE;
+  o.language_detection = BRISVOX_LANGUAGE_DETECTION_FIRST;
 }
 
 brisvox_stream_options read_stream_options(const brisvox_stream_options* in) {
   return read_options(in, "brisvox_stream_options", "brisvox_stream_options_init", stream_defaults,
-                      {kStreamOptionsV1, kStreamOptionsV2, kStreamOptionsV3});
+                      {kStreamOptionsV1, kStreamOptionsV2, kStreamOptionsV3, kStreamOptionsV4});
+}
+
+// The transcripts' settings, as `brisvox transcribe` reads its options: the decoding, then what
+// refines it.
+SttOptions stt_options(const brisvox_stream_options& o) {
+  SttOptions stt;
+  if (o.language != nullptr) stt.decode.language = o.language;
+  if (o.stt_window == BRISVOX_STT_WINDOW_FIT) {
+    stt.window = WhisperWindow::kFit;
+  } else if (o.stt_window != BRISVOX_STT_WINDOW_FULL) {
+    invalid(fmt::format("brisvox_stream_options.stt_window is {}: BRISVOX_STT_WINDOW_FULL (0) or "
+                        "BRISVOX_STT_WINDOW_FIT (1)",
+                        o.stt_window));
+  }
+  if (o.decoding == BRISVOX_DECODING_FASTER_WHISPER) {
+    use_faster_whisper_decoding(stt.decode, stt.fallback);
+  } else if (o.decoding != BRISVOX_DECODING_GREEDY) {
+    invalid(fmt::format("brisvox_stream_options.decoding is {}: BRISVOX_DECODING_GREEDY (0) or "
+                        "BRISVOX_DECODING_FASTER_WHISPER (1)",
+                        o.decoding));
+  }
+  if (o.beam_size < 0 || o.beam_size > 16) {
+    invalid(fmt::format("brisvox_stream_options.beam_size is {}: 0 (the decoding's) or 1 to 16", o.beam_size));
+  }
+  if (o.best_of < 0 || o.best_of > 16) {
+    invalid(fmt::format("brisvox_stream_options.best_of is {}: 0 (the decoding's) or 1 to 16", o.best_of));
+  }
+  if (o.beam_size > 0) stt.decode.beam_size = o.beam_size;
+  if (o.best_of > 0) stt.decode.best_of = o.best_of;
+  if (o.temperatures != nullptr && *o.temperatures != '\0') {
+    try {
+      stt.fallback.temperatures = parse_temperatures(o.temperatures);
+    } catch (const Error& e) {
+      invalid(fmt::format("brisvox_stream_options.temperatures: {}", e.what()));
+    }
+  }
+  if (o.task == BRISVOX_TASK_TRANSLATE) {
+    stt.decode.task = WhisperTask::kTranslate;
+  } else if (o.task != BRISVOX_TASK_TRANSCRIBE) {
+    invalid(fmt::format("brisvox_stream_options.task is {}: BRISVOX_TASK_TRANSCRIBE (0) or BRISVOX_TASK_TRANSLATE (1)",
+                        o.task));
+  }
+  if (o.prompt != nullptr) stt.decode.prompt = o.prompt;
+  if (o.hotwords != nullptr) stt.decode.hotwords = o.hotwords;
+  if (o.language_detection == BRISVOX_LANGUAGE_DETECTION_EACH) {
+    stt.language_detection = WhisperLanguageDetection::kEach;
+  } else if (o.language_detection != BRISVOX_LANGUAGE_DETECTION_FIRST) {
+    invalid(fmt::format("brisvox_stream_options.language_detection is {}: BRISVOX_LANGUAGE_DETECTION_FIRST (0) or "
+                        "BRISVOX_LANGUAGE_DETECTION_EACH (1)",
+                        o.language_detection));
+  }
+  stt.word_timestamps = o.word_timestamps != 0;
+  if (o.partial_interval_ms != 0 && (o.partial_interval_ms < 200 || o.partial_interval_ms > 10000)) {
+    invalid(fmt::format("brisvox_stream_options.partial_interval_ms is {}: 0 (no partial transcripts) or 200 to 10000",
+                        o.partial_interval_ms));
+  }
+  stt.partial_interval_ms = o.partial_interval_ms;
+  return stt;
 }
 
 StreamConfig stream_config(const brisvox_stream_options& o) {
@@ -90,19 +154,13 @@ StreamConfig stream_config(const brisvox_stream_options& o) {
     c.turn = turn;
   }
   if (o.transcripts != 0) {
-    SttOptions stt;
-    if (o.language != nullptr) stt.decode.language = o.language;
-    if (o.stt_window == BRISVOX_STT_WINDOW_FIT) {
-      stt.window = WhisperWindow::kFit;
-    } else if (o.stt_window != BRISVOX_STT_WINDOW_FULL) {
-      invalid(fmt::format("brisvox_stream_options.stt_window is {}: BRISVOX_STT_WINDOW_FULL (0) or "
-                          "BRISVOX_STT_WINDOW_FIT (1)",
-                          o.stt_window));
-    }
-    c.stt = stt;
-  } else if (o.language != nullptr || o.stt_window != BRISVOX_STT_WINDOW_FULL) {
-    invalid("brisvox_stream_options: language and stt_window are the transcripts' settings: set transcripts = 1 "
-            "too (the engine needs an stt_model)");
+    c.stt = stt_options(o);
+  } else if (o.language != nullptr || o.stt_window != BRISVOX_STT_WINDOW_FULL || o.decoding != BRISVOX_DECODING_GREEDY ||
+             o.beam_size != 0 || o.best_of != 0 || o.temperatures != nullptr || o.task != BRISVOX_TASK_TRANSCRIBE ||
+             o.prompt != nullptr || o.hotwords != nullptr || o.language_detection != BRISVOX_LANGUAGE_DETECTION_FIRST ||
+             o.word_timestamps != 0 || o.partial_interval_ms != 0) {
+    invalid("brisvox_stream_options: language, stt_window and the decoding, word_timestamps and partial_interval_ms "
+            "fields are the transcripts' settings: set transcripts = 1 too (the engine needs an stt_model)");
   }
   return c;
 }
@@ -217,7 +275,7 @@ brisvox_status brisvox_engine_create(const brisvox_engine_options* options, bris
   return guarded(nullptr, [&] {
     require_pointer(engine, "brisvox_engine_create", "engine (where to store the handle)");
     const brisvox_engine_options o = read_options(options, "brisvox_engine_options", "brisvox_engine_options_init",
-                                                  engine_defaults, {kEngineOptionsV2});
+                                                  engine_defaults, {kEngineOptionsV2, kEngineOptionsV4});
     auto set = [](const char* s) { return s != nullptr && *s != '\0'; };
     brisvox::EngineConfig config;
     config.models = {brisvox::ModelSpec::silero_vad(set(o.vad_model) ? o.vad_model : "v6")};
@@ -227,9 +285,27 @@ brisvox_status brisvox_engine_create(const brisvox_engine_options* options, bris
       config.models.push_back(brisvox::ModelSpec::smart_turn(o.turn_model));
       config.models.back().num_workers = o.turn_workers;
     }
+    if (o.stt_max_width < 0 || o.stt_max_width > 16) {
+      invalid(fmt::format("brisvox_engine_options.stt_max_width is {}: 0 (1, greedy only) to 16", o.stt_max_width));
+    }
+    if (o.stt_prompt_tokens < 0 || o.stt_prompt_tokens > 446) {
+      invalid(fmt::format("brisvox_engine_options.stt_prompt_tokens is {}: 0 (no prompts) to 446", o.stt_prompt_tokens));
+    }
     if (set(o.stt_model)) {
       config.models.push_back(brisvox::ModelSpec::whisper(o.stt_model));
-      config.models.back().num_workers = o.stt_workers;
+      brisvox::ModelSpec& stt = config.models.back();
+      stt.num_workers = o.stt_workers;
+      if (o.stt_max_width > 1) {
+        stt.options["max_width"] = std::to_string(o.stt_max_width);
+        // Fewer segments per worker keep the lanes (and their memory) near the greedy default's,
+        // as `brisvox transcribe` does.
+        const int greedy = brisvox::ModelSpec::family_defaults(brisvox::ModelFamily::kWhisper).max_batch;
+        stt.max_batch = std::max(2, greedy / o.stt_max_width);
+      }
+      if (o.stt_prompt_tokens > 0) stt.options["prompt_tokens"] = std::to_string(o.stt_prompt_tokens);
+    } else if (o.stt_max_width != 0 || o.stt_prompt_tokens != 0) {
+      invalid("brisvox_engine_options: stt_max_width and stt_prompt_tokens size the speech-to-text model's decoder: "
+              "set stt_model too");
     }
     if (set(o.voice)) {
       config.models.push_back(brisvox::ModelSpec::piper_tts(o.voice));
@@ -433,5 +509,18 @@ brisvox_status brisvox_transcribe_file(brisvox_engine* engine, const char* path,
 }
 
 void brisvox_string_free(char* string) { std::free(string); }
+
+void brisvox_transcript_free(brisvox_transcript* transcript) {
+  if (transcript == nullptr) return;
+  std::free(transcript->text);
+  transcript->text = nullptr;
+  // A version 3/4 struct ends before the fields added since.
+  if (transcript->struct_size < sizeof(brisvox_transcript)) return;
+  std::free(transcript->unstable);
+  std::free(transcript->words);  // one block: the array and the words' texts
+  transcript->unstable = nullptr;
+  transcript->words = nullptr;
+  transcript->num_words = 0;
+}
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 #include "capi_internal.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
@@ -143,19 +144,50 @@ void check_timeout(int32_t timeout_ms, const char* function) {
   if (timeout_ms < 0) invalid(fmt::format("{}: timeout_ms is {}, must be >= 0", function, timeout_ms));
 }
 
+// Version 3 and 4's brisvox_transcript ended at `language`.
+constexpr std::size_t kTranscriptV4 = offsetof(brisvox_transcript, unstable);
+
 void check_transcript_args(const brisvox_event* event, brisvox_transcript* out, const char* function) {
   require_pointer(event, function, "event");
   require_pointer(out, function, "transcript");
-  if (out->struct_size < sizeof(brisvox_transcript) || out->struct_size > kMostStructSize) {
+  const std::size_t size = out->struct_size;
+  if ((size != kTranscriptV4 && size < sizeof(brisvox_transcript)) || size > kMostStructSize) {
     invalid(fmt::format("{}: transcript->struct_size is {}, expected sizeof(brisvox_transcript) = {} (brisvox C "
-                        "API {})",
-                        function, out->struct_size, sizeof(brisvox_transcript), BRISVOX_C_API_VERSION));
+                        "API {}) or {} (version 3's)",
+                        function, size, sizeof(brisvox_transcript), BRISVOX_C_API_VERSION, kTranscriptV4));
   }
   out->text = nullptr;
-  if (event->type != BRISVOX_EVENT_TRANSCRIPT) {
-    invalid(fmt::format("{}: the event is not a BRISVOX_EVENT_TRANSCRIPT (type {})", function, event->type));
+  if (size >= sizeof(brisvox_transcript)) {
+    out->unstable = nullptr;
+    out->words = nullptr;
+    out->num_words = 0;
+  }
+  if (event->type != BRISVOX_EVENT_TRANSCRIPT && event->type != BRISVOX_EVENT_TRANSCRIPT_PARTIAL) {
+    invalid(fmt::format("{}: the event is not a BRISVOX_EVENT_TRANSCRIPT or _PARTIAL (type {})", function, event->type));
   }
 }
+
+namespace {
+
+// The words as one allocation: the array, then their NUL-terminated texts (one free).
+brisvox_word* malloc_words(std::span<const WhisperWord> words) {
+  if (words.empty()) return nullptr;
+  std::size_t bytes = words.size() * sizeof(brisvox_word);
+  for (const WhisperWord& w : words) bytes += w.text.size() + 1;
+  auto* block = static_cast<brisvox_word*>(std::malloc(bytes));
+  if (block == nullptr) throw std::bad_alloc();
+  char* text = reinterpret_cast<char*>(block + words.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const WhisperWord& w = words[i];
+    std::memcpy(text, w.text.data(), w.text.size());
+    text[w.text.size()] = '\0';
+    block[i] = brisvox_word{text, w.start_s, w.end_s, w.probability};
+    text += w.text.size() + 1;
+  }
+  return block;
+}
+
+}  // namespace
 
 void write_transcript(brisvox_transcript* out, const brisvox_event& event, const std::optional<Transcript>& t,
                       std::string_view language) {
@@ -167,14 +199,27 @@ void write_transcript(brisvox_transcript* out, const brisvox_event& event, const
   if (t && !t->language.empty()) language = t->language;  // detected, or the given one
   const std::size_t n = std::min(language.size(), sizeof(r.language) - 1);
   std::memcpy(r.language, language.data(), n);
+  const bool current = size >= sizeof(brisvox_transcript);
   if (t) {
-    r.text = malloc_string(t->text);
     r.avg_logprob = t->avg_logprob;
     r.no_speech_prob = t->no_speech_prob;
     r.no_speech = t->no_speech ? 1 : 0;
     r.hit_token_limit = t->hit_token_limit ? 1 : 0;
+    // Allocated last, each owned at once, so that a failed allocation leaks nothing.
+    std::unique_ptr<char, decltype(&std::free)> text(malloc_string(t->text), &std::free);
+    std::unique_ptr<char, decltype(&std::free)> unstable(nullptr, &std::free);
+    std::unique_ptr<brisvox_word, decltype(&std::free)> words(nullptr, &std::free);
+    if (current) {
+      if (event.type == BRISVOX_EVENT_TRANSCRIPT_PARTIAL) unstable.reset(malloc_string(t->unstable));
+      words.reset(malloc_words(t->words));
+      r.num_words = t->words.size();
+    }
+    r.text = text.release();
+    r.unstable = unstable.release();
+    r.words = words.release();
   }
-  *out = r;  // the caller's bytes past this version's struct are left as they are
+  // The caller's bytes past its version's struct are left as they are.
+  std::memcpy(out, &r, current ? sizeof(brisvox_transcript) : kTranscriptV4);
 }
 
 std::shared_ptr<EventsCallback> make_callback(void (*function)(void*), void* user_data) {
