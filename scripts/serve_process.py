@@ -61,6 +61,13 @@ class Server:
     def alive(self):
         return self.proc.poll() is None
 
+    def metric(self, name):
+        """One sample of GET /metrics (its name with labels, as the text has it: 'x_total{a="b"}')."""
+        import urllib.request
+        values = parse_metrics(urllib.request.urlopen(self.url("/metrics"), timeout=10).read().decode())
+        assert name in values, f"{name} not in /metrics"
+        return values[name]
+
     def pid(self):
         """The brisvox process: the child, or under a wrapper the descendant running brisvox."""
         if not self.wrapped:

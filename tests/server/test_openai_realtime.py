@@ -21,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import wave
 
 import numpy as np
@@ -184,14 +183,6 @@ def reference24k(pcm24k):
     return cli_segments(pcm24k[1])
 
 
-def metric(server, name):
-    text = urllib.request.urlopen(server.url("/metrics"), timeout=10).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[-1])
-    raise AssertionError(f"{name} not in /metrics")
-
-
 DELTA = "conversation.item.input_audio_transcription.delta"
 COMPLETED = "conversation.item.input_audio_transcription.completed"
 
@@ -203,7 +194,7 @@ def test_server_vad_items_equal_cli(client, server, pcm24k, reference24k, model)
     data, path = pcm24k
     reference = reference24k
     assert len(reference["segments"]) >= 2, reference
-    revised_before = metric(server, "brisvox_realtime_deltas_revised_total")
+    revised_before = server.metric("brisvox_realtime_deltas_revised_total")
     with connect(client) as conn:
         reader = Reader(conn)
         conn.session.update(session={"type": "transcription", "audio": {"input": {"transcription": {"model": model}}}})
@@ -244,7 +235,7 @@ def test_server_vad_items_equal_cli(client, server, pcm24k, reference24k, model)
         assert abs(start.audio_start_ms - seg["start"] * 1000) <= 1
         assert abs(stop.audio_end_ms - seg["end"] * 1000) <= 1
         assert done.usage.type == "duration" and abs(done.usage.seconds - (seg["end"] - seg["start"])) < 0.002
-    assert metric(server, "brisvox_realtime_deltas_revised_total") - revised_before == revised
+    assert server.metric("brisvox_realtime_deltas_revised_total") - revised_before == revised
     if model != "whisper-1":
         assert early >= 1, "no item had a delta while its speech went on"
 

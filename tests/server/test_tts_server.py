@@ -90,14 +90,6 @@ def error_of(status, body, want_status, want_code):
     return err["message"]
 
 
-def metric(server, name_and_labels):
-    text = urllib.request.urlopen(server.url("/metrics"), timeout=10).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name_and_labels + " "):
-            return float(line.split()[-1])
-    raise AssertionError(f"{name_and_labels} not in /metrics")
-
-
 async def connect(server, query="", headers=None, **kwargs):
     """A speech session. A 503 (the engine's admission control, which a machine busy with other
     tests' servers can trip for a moment) is retried as its Retry-After says, for 20 s."""
@@ -162,7 +154,7 @@ async def test_post_wav_at_16k(c):
 
 async def test_post_raw_is_chunked_and_starts_before_the_end(c):
     conn = http.client.HTTPConnection("127.0.0.1", c.server.port, timeout=60)
-    runs_before = metric(c.server, 'brisvox_batches_total{model="tts"}')
+    runs_before = c.server.metric('brisvox_batches_total{model="tts"}')
     conn.request("POST", "/v1/tts", body=json.dumps({"text": LONG, "format": "raw", **DETERMINISTIC}),
                  headers={"Content-Type": "application/json", **AUTH})
     r = conn.getresponse()
@@ -170,7 +162,7 @@ async def test_post_raw_is_chunked_and_starts_before_the_end(c):
     assert r.getheader("Transfer-Encoding") == "chunked", r.getheaders()
     assert r.getheader("X-Brisvox-Encoding") == "pcm_s16le" and r.getheader("X-Brisvox-Sample-Rate") == "22050"
     first = r.read1(65536)  # the first chunk: the first sentence
-    runs_at_first = metric(c.server, 'brisvox_batches_total{model="tts"}') - runs_before
+    runs_at_first = c.server.metric('brisvox_batches_total{model="tts"}') - runs_before
     assert first, "no audio"
     assert runs_at_first < 10, f"{runs_at_first} of 10 sentences were synthesised before the first audio came"
     rest = r.read()
@@ -352,10 +344,10 @@ async def test_ws_slow_reader_loses_nothing(c):
     sock.connect(("127.0.0.1", c.server.port))
     ws = await connect(c.server, "noise_scale=0&noise_w_scale=0", sock=sock, max_queue=1)
     await recv(ws)
-    runs_before = metric(c.server, 'brisvox_batches_total{model="tts"}')
+    runs_before = c.server.metric('brisvox_batches_total{model="tts"}')
     await ws.send(json.dumps({"type": "speak", "text": text}))
     await asyncio.sleep(3)  # not reading
-    held_back = metric(c.server, 'brisvox_batches_total{model="tts"}') - runs_before
+    held_back = c.server.metric('brisvox_batches_total{model="tts"}') - runs_before
     print(f"    {held_back:.0f} of 20 sentences synthesised while the client did not read", flush=True)
     pcm, done = b"", None
     while done is None:
@@ -383,11 +375,11 @@ async def test_ws_cancel_read_while_client_does_not_read(c):
     text = " ".join(f"This is sentence number {n} of a very long reply." for n in range(1, 21))
     await ws.send(json.dumps({"type": "speak", "text": text}))
     await asyncio.sleep(2)  # not reading: the socket and the server's queue fill
-    cancelled_before = metric(c.server, 'brisvox_tts_utterances_total{outcome="cancelled"}')
+    cancelled_before = c.server.metric('brisvox_tts_utterances_total{outcome="cancelled"}')
     await ws.ping()
     await ws.send(json.dumps({"type": "cancel"}))
     deadline = time.monotonic() + 5
-    while metric(c.server, 'brisvox_tts_utterances_total{outcome="cancelled"}') == cancelled_before:
+    while c.server.metric('brisvox_tts_utterances_total{outcome="cancelled"}') == cancelled_before:
         assert time.monotonic() < deadline, "the cancel was not read while the client did not read"
         await asyncio.sleep(0.1)
     end = None
@@ -400,14 +392,14 @@ async def test_ws_cancel_read_while_client_does_not_read(c):
 
 
 async def test_metrics(c):
-    assert metric(c.server, 'brisvox_tts_requests_total{endpoint="http"}') >= 1
-    assert metric(c.server, 'brisvox_tts_requests_total{endpoint="ws"}') >= 1
-    assert metric(c.server, 'brisvox_tts_utterances_total{outcome="done"}') >= 2
-    assert metric(c.server, 'brisvox_tts_utterances_total{outcome="cancelled"}') >= 1
-    assert metric(c.server, "brisvox_tts_audio_seconds_total") > 5
-    assert metric(c.server, "brisvox_tts_first_audio_seconds_count") >= 2
-    assert metric(c.server, 'brisvox_model_workers{model="tts",family="piper_tts"}') == 2
-    assert metric(c.server, 'brisvox_run_errors_total{model="tts"}') == 0
+    assert c.server.metric('brisvox_tts_requests_total{endpoint="http"}') >= 1
+    assert c.server.metric('brisvox_tts_requests_total{endpoint="ws"}') >= 1
+    assert c.server.metric('brisvox_tts_utterances_total{outcome="done"}') >= 2
+    assert c.server.metric('brisvox_tts_utterances_total{outcome="cancelled"}') >= 1
+    assert c.server.metric("brisvox_tts_audio_seconds_total") > 5
+    assert c.server.metric("brisvox_tts_first_audio_seconds_count") >= 2
+    assert c.server.metric('brisvox_model_workers{model="tts",family="piper_tts"}') == 2
+    assert c.server.metric('brisvox_run_errors_total{model="tts"}') == 0
 
 
 TESTS = [test_post_wav_equals_brisvox_say, test_post_wav_at_16k, test_post_raw_is_chunked_and_starts_before_the_end,
