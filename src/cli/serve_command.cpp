@@ -30,6 +30,7 @@ struct ServeOptions {
   int stt_workers = 0;   // 0: the family's default (1)
   int stt_max_width = 1;     // a segment's decoder lanes: a stream's beam_size / best_of at most
   int stt_prompt_tokens = 0; // the longest prompt + hotwords a stream may give
+  std::string stt_window = "full";  // Realtime sessions' and telephony calls'
   std::string tts_voice;
   int tts_workers = 0;
   std::string config_file;              // --config: a TOML file of these options
@@ -57,6 +58,7 @@ int run_serve(ServeOptions& o) {
   check_workers("--workers", o.workers);
   check_workers("--turn-workers", o.turn_workers);
   check_workers("--stt-workers", o.stt_workers);
+  o.config.stt_window = o.stt_window == "fit" ? WhisperWindow::kFit : WhisperWindow::kFull;
   o.config.engine.models = {ModelSpec::silero_vad(o.model)};
   o.config.engine.models[0].num_workers = o.workers;
   if (!o.turn_model.empty()) {
@@ -206,6 +208,11 @@ Command add_serve_command(CLI::App& app) {
                  "The rate the VAD runs at for telephony calls: 16000 (default: 8 kHz phone audio upsampled to the 16 kHz "
                  "model, the more accurate) or 8000 (the 8 kHz model, ~1.7x the callers per core; docs/TELEPHONY.md)")
       ->check(CLI::IsMember({8000, 16000}));
+  app.add_option("--stt-window", o->stt_window,
+                 "Whisper's window for Realtime sessions and telephony calls, whose protocols cannot choose one: full "
+                 "(faster-whisper's results) or fit (cut to the utterance: cheaper, slightly less accurate; docs/MODELS.md)")
+      ->check(CLI::IsMember({"full", "fit"}))
+      ->capture_default_str();
   app.add_option("--realtime-partial-ms", c.realtime_partial_ms,
                  "Realtime transcription sessions: partial transcripts every N ms of speech, sent as incremental "
                  "deltas (every model name but whisper-1, whose delta is the whole transcript, as OpenAI's); 0: one "

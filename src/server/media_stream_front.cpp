@@ -485,6 +485,7 @@ std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::str
     stt = stt || model.family == ModelFamily::kWhisper;
   }
   if (turn || stt) query += std::string("&events=") + (turn ? "turn" : "") + (turn && stt ? "," : "") + (stt ? "transcript" : "");
+  if (stt && ctx.config.stt_window == WhisperWindow::kFit) query += "&window=fit";
   try {
     request = parse_call_request(query);
     check_stream_models(ctx.engine.config(), request.audio.stream);

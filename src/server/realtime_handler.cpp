@@ -29,7 +29,8 @@ constexpr std::size_t kMaxDeferred = 16;
 // not refused again for the engine's load when an update or a commit gives it a new stream.
 Stream open_engine_stream(ServerContext& ctx, const RealtimeSession& session, std::function<void()> on_events,
                           const Stream& continues = Stream()) {
-  StreamConfig config = realtime_stream_config(ctx.engine.config(), session, ctx.config.realtime_partial_ms);
+  StreamConfig config =
+      realtime_stream_config(ctx.engine.config(), session, ctx.config.realtime_partial_ms, ctx.config.stt_window);
   config.buffer_ms = ctx.config.limits.engine_buffer_ms;
   config.on_events = std::move(on_events);
   return continues ? ctx.engine.open_stream(config, continues) : ctx.engine.open_stream(config);
@@ -42,8 +43,8 @@ bool same_pipeline(const ServerContext& ctx, const RealtimeSession& a, const Rea
   // Who ends items (the VAD, Smart Turn, the client) changes how the stream's events are read.
   if (a.turn_detection.has_value() != b.turn_detection.has_value()) return false;
   if (a.turn_detection && a.turn_detection->type != b.turn_detection->type) return false;
-  const StreamConfig x = realtime_stream_config(engine, a, ctx.config.realtime_partial_ms);
-  const StreamConfig y = realtime_stream_config(engine, b, ctx.config.realtime_partial_ms);
+  const StreamConfig x = realtime_stream_config(engine, a, ctx.config.realtime_partial_ms, ctx.config.stt_window);
+  const StreamConfig y = realtime_stream_config(engine, b, ctx.config.realtime_partial_ms, ctx.config.stt_window);
   if (a.encoding != b.encoding || x.sample_rate_hz != y.sample_rate_hz) return false;
   if (x.vad.params.threshold != y.vad.params.threshold || x.vad.params.speech_pad_ms != y.vad.params.speech_pad_ms ||
       x.vad.params.min_silence_ms != y.vad.params.min_silence_ms) {
@@ -88,7 +89,8 @@ std::string_view failure_type(std::string_view code) {
 
 }  // namespace
 
-StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session, int partial_ms) {
+StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session, int partial_ms,
+                                    WhisperWindow window) {
   StreamConfig c;
   c.sample_rate_hz = session.sample_rate_hz;
   // With turn_detection null the client's commits end items, but the VAD still finds the speech
@@ -121,6 +123,7 @@ StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSe
     }
     SttOptions stt;
     stt.model = *model;
+    stt.window = window;
     // Without a language a multilingual model detects it (on the session's first item).
     stt.decode.language = session.transcription->language;
     if (session.transcription->prompt.find_first_not_of(" \t\r\n") != std::string::npos) {

@@ -37,11 +37,12 @@
 
 namespace brisvox::server {
 
-// The engine stream a session asks for, with partial transcripts every `partial_ms` (0: none) for
-// a model named other than whisper-1; Error(kInvalidArgument) for a transcription model the server
-// does not have, a language the model does not take, or a prompt it has no room for (the message
-// says which).
-StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session, int partial_ms = 0);
+// The engine stream a session asks for, in Whisper's `window`, with partial transcripts every
+// `partial_ms` (0: none) for a model named other than whisper-1; Error(kInvalidArgument) for a
+// transcription model the server does not have, a language the model does not take, or a prompt it
+// has no room for (the message says which).
+StreamConfig realtime_stream_config(const EngineConfig& engine, const RealtimeSession& session, int partial_ms = 0,
+                                    WhisperWindow window = WhisperWindow::kFull);
 
 class RealtimeHandler final : public WsHandler {
  public:

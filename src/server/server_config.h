@@ -108,6 +108,11 @@ struct ServerConfig {
   // incremental deltas come from (SttOptions::partial_interval_ms), for every transcription model
   // name but whisper-1, whose delta OpenAI sends as one piece. 0: one delta per item for all.
   int realtime_partial_ms = 500;
+  // Whisper's window for the live sessions whose protocol has no say in it: Realtime sessions and
+  // telephony calls (/v1/stream, /v1/call and /v1/transcribe take the query key `window`).
+  // kFull: faster-whisper's results; kFit: the window cut to the segment, about a third of the
+  // encoder's CPU for a short utterance (docs/MODELS.md).
+  WhisperWindow stt_window = WhisperWindow::kFull;
   // One log line per HTTP answer: client, method, target path, status, body bytes, milliseconds
   // from the request head to the answer written, and the error code of an error answer.
   bool access_log = false;

@@ -132,6 +132,32 @@ TEST(RealtimeMessages, SemanticVadIsSmartTurnsAndNeedsItsModel) {
   EXPECT_FALSE(realtime_stream_config(engine, server_vad).turn);
 }
 
+TEST(RealtimeMessages, TheTranscriptionsDecodingFollowsTheModelNameAndTheServer) {
+  EngineConfig engine;
+  engine.models.push_back(ModelSpec::whisper("tiny.en"));
+  RealtimeSession s;
+  s.transcription = RealtimeTranscription{"whisper-1", "en", ""};
+  StreamConfig c = realtime_stream_config(engine, s, 500, WhisperWindow::kFit);
+  ASSERT_TRUE(c.stt);
+  EXPECT_EQ(c.stt->partial_interval_ms, 0);  // whisper-1: the transcript as one delta
+  EXPECT_EQ(c.stt->window, WhisperWindow::kFit);
+  s.transcription->model = "gpt-4o-transcribe";
+  c = realtime_stream_config(engine, s, 500);
+  EXPECT_EQ(c.stt->partial_interval_ms, 500);  // deltas while the speech goes on
+  EXPECT_EQ(c.stt->window, WhisperWindow::kFull);
+  EXPECT_EQ(realtime_stream_config(engine, s, 0).stt->partial_interval_ms, 0);
+  // A prompt needs decoder room the server gives its model (--stt-prompt-tokens).
+  s.transcription->prompt = "Dashwood";
+  try {
+    (void)realtime_stream_config(engine, s, 500);
+    FAIL() << "a prompt without room for one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--stt-prompt-tokens"), std::string::npos) << e.what();
+  }
+  engine.models.back().options["prompt_tokens"] = "64";
+  EXPECT_EQ(realtime_stream_config(engine, s, 500).stt->decode.prompt, "Dashwood");
+}
+
 TEST(RealtimeMessages, KeepsTheClientsEventIdForItsError) {
   const RealtimeClientEvent e = parse(R"({"type":"input_audio_buffer.append","event_id":"mine","audio":"!"})");
   ASSERT_TRUE(e.problem);
