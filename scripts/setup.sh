@@ -45,6 +45,7 @@ apt_packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libsndfile1-dev libsoxr-dev libkissfft-dev
   zlib1g-dev  # the Whisper fallback's compression ratio (zlib, as faster-whisper computes it)
+  libssl-dev  # X-Twilio-Signature's HMAC-SHA1 (OpenSSL's libcrypto)
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets python3-venv
   pocketsphinx-testdata asterisk-core-sounds-en-wav

@@ -55,6 +55,9 @@ int run_serve(ServeOptions& o) {
       o.config.token = token;
     }
   }
+  if (o.config.twilio_auth_token.empty()) {
+    if (const char* t = std::getenv("BRISVOX_TWILIO_AUTH_TOKEN"); t != nullptr) o.config.twilio_auth_token = t;
+  }
   check_workers("--workers", o.workers);
   check_workers("--turn-workers", o.turn_workers);
   check_workers("--stt-workers", o.stt_workers);
@@ -201,6 +204,12 @@ Command add_serve_command(CLI::App& app) {
                  "The address of the AudioSocket port: AudioSocket has no authentication, so only the network Asterisk "
                  "is on")
       ->capture_default_str();
+  app.add_option("--twilio-auth-token", c.twilio_auth_token,
+                 "Twilio's Auth Token: every Twilio Media Stream must then carry a valid X-Twilio-Signature (it also "
+                 "stands for --token); or $BRISVOX_TWILIO_AUTH_TOKEN (docs/TELEPHONY.md)");
+  app.add_option("--public-url", c.public_url,
+                 "The base URL the telephony providers reach this server at, as their <Stream url> names it "
+                 "(wss://voice.example.com): what Twilio signs (default: wss:// and the Host header)");
   app.add_option("--max-calls", c.max_calls,
                  "Telephony calls open at once from one provider, PROVIDER=N (repeatable: twilio=50); more get 503 "
                  "too_many_calls (default: only --max-streams)");

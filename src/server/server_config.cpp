@@ -53,6 +53,13 @@ void ServerConfig::validate() const {
   require(realtime_partial_ms == 0 || (realtime_partial_ms >= 200 && realtime_partial_ms <= 10000),
           fmt::format("--realtime-partial-ms must be 0 (one delta per item) or 200 to 10000, got {}",
                       realtime_partial_ms));
+  require(std::all_of(twilio_auth_token.begin(), twilio_auth_token.end(), [](char c) { return c > 0x20 && c < 0x7f; }),
+          "--twilio-auth-token must be printable ASCII without spaces (the Auth Token of the Twilio Console)");
+  require(public_url.empty() || public_url.starts_with("wss://") || public_url.starts_with("ws://") ||
+              public_url.starts_with("https://") || public_url.starts_with("http://"),
+          fmt::format("--public-url must start with wss://, ws://, https:// or http:// (the base URL the providers "
+                      "reach this server at), got '{}'",
+                      public_url));
   const ServerLimits& l = limits;
   require(l.max_streams >= 1 && l.max_streams <= 100000,
           fmt::format("--max-streams must be 1 to 100000, got {}", l.max_streams));

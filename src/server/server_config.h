@@ -95,6 +95,12 @@ struct ServerConfig {
   // Telephony calls open at once per provider, "PROVIDER=N" (--max-calls, repeatable: "twilio=50");
   // a provider not named has only max_streams. Beyond: 503 "too_many_calls" on the upgrade.
   std::vector<std::string> max_calls;
+  // Twilio's Auth Token (--twilio-auth-token, or $BRISVOX_TWILIO_AUTH_TOKEN): set, every Twilio
+  // Media Stream must carry a valid X-Twilio-Signature (403 twilio_signature otherwise), which
+  // also stands for the server's token. `public_url` is the base URL providers reach this server
+  // at ("wss://voice.example.com"), which Twilio signs; empty: "wss://" + the Host header.
+  std::string twilio_auth_token;
+  std::string public_url;
   // Asterisk's AudioSocket on a TCP port of its own (audiosocket_relay.h): -1, none; 0, any free
   // port (Server::audiosocket_port() says which). AudioSocket has no authentication: its host is
   // loopback unless the operator names the network Asterisk is on.

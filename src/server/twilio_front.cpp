@@ -1,9 +1,12 @@
 #include "server/twilio_front.h"
 
+#include <fmt/format.h>
+
 #include "server/access_policy.h"
 #include "server/call_handler.h"
 #include "server/query_params.h"
 #include "server/twilio_messages.h"
+#include "server/twilio_signature.h"
 
 namespace brisvox::server {
 namespace {
@@ -43,6 +46,20 @@ std::unique_ptr<StreamDialect> make_twilio_dialect() { return std::make_unique<T
 std::optional<Refusal> TwilioEndpoint::parse(const Request& upgrade) {
   authorized_ = token_ok(ctx_.config.token, to_sv(upgrade[boost::beast::http::field::authorization]),
                          target_query(to_sv(upgrade.target())));
+  if (const std::string& auth_token = ctx_.config.twilio_auth_token; !auth_token.empty()) {
+    const std::string url = twilio_request_url(ctx_.config.public_url, to_sv(upgrade[boost::beast::http::field::host]),
+                                               to_sv(upgrade.target()));
+    if (!twilio_signature_valid(auth_token, url, to_sv(upgrade["X-Twilio-Signature"]))) {
+      return Refusal{403, "twilio_signature",
+                     upgrade["X-Twilio-Signature"].empty()
+                         ? "no X-Twilio-Signature: this server takes Twilio Media Streams from Twilio only "
+                           "(--twilio-auth-token)"
+                         : fmt::format("X-Twilio-Signature does not sign {} with this server's --twilio-auth-token: "
+                                       "is the Auth Token the account's, and --public-url the <Stream url>'s base?",
+                                       url)};
+    }
+    authorized_ = true;  // Twilio's own: the signature stands for the server's token
+  }
   // Twilio's audio is mu-law at 8000 Hz.
   return telephony_call_request(ctx_, "sample_rate=8000&encoding=mulaw", app_, request_);
 }

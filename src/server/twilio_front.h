@@ -6,7 +6,9 @@
 //
 // Authentication: Twilio drops a query string from a <Stream> url, so besides the server's usual
 // token (Authorization header, ?token=), a <Parameter name="token"> of the stream is taken, checked
-// when start arrives (it is not passed on to the application).
+// when start arrives (it is not passed on to the application). With --twilio-auth-token, the
+// handshake's X-Twilio-Signature must sign the URL (twilio_signature.h): 403 before the upgrade
+// otherwise, and a valid one stands for the token.
 #pragma once
 
 #include <memory>

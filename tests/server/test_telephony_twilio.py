@@ -22,6 +22,8 @@ The caller is the bundled sample recording, downsampled to 8 kHz and mu-law enco
 import argparse
 import asyncio
 import base64
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -81,8 +83,12 @@ def pcm_of(mulaw):
 class FakeTwilio:
     """One Twilio Media Stream to brisvox, as Twilio's WebSocket messages page describes it."""
 
-    def __init__(self, c, script="reply", path="/v1/telephony/twilio", token=TOKEN, media_format=None):
+    def __init__(self, c, script="reply", path="/v1/telephony/twilio", token=TOKEN, media_format=None,
+                 signed_with=None):
         self.c = c
+        # Twilio's Auth Token: the handshake then carries X-Twilio-Signature, the base64 of
+        # HMAC-SHA1 keyed with it over the URL Twilio requested (Twilio's "Webhooks security").
+        self.signed_with = signed_with
         self.path = path
         self.script = script
         self.token = token
@@ -107,8 +113,14 @@ class FakeTwilio:
         deadline = time.monotonic() + 20
         while True:
             try:
+                headers = {}
+                if self.signed_with is not None:
+                    url = f"wss://127.0.0.1:{self.c.server.port}{self.path}"
+                    digest = hmac.new(self.signed_with.encode(), url.encode(), hashlib.sha1).digest()
+                    headers["X-Twilio-Signature"] = base64.b64encode(digest).decode()
                 self.ws = await websockets.connect(f"ws://127.0.0.1:{self.c.server.port}{self.path}",
-                                                   max_size=None, open_timeout=10, close_timeout=5)
+                                                   max_size=None, open_timeout=10, close_timeout=5,
+                                                   extra_headers=headers)
                 break
             except websockets.exceptions.InvalidStatusCode as e:
                 if e.status_code != 503 or time.monotonic() > deadline:
@@ -427,6 +439,37 @@ async def test_without_call_app_twilio_is_refused(c):
         bare.kill()
 
 
+async def test_x_twilio_signature(c):
+    """With --twilio-auth-token only a handshake Twilio signed is taken (403 otherwise), and the
+    signature stands for the server's token."""
+    signed = Server(c.args.brisvox, "--workers", "1", "--tts-voice", c.args.voice, "--tts-workers", "1",
+                    "--token", TOKEN, "--call-app", f"ws://127.0.0.1:{c.app.port}/calls",
+                    "--twilio-auth-token", "tw-auth-token")
+    try:
+        saved, c.server = c.server, signed
+        tw = await FakeTwilio(c, "reply", token=None, signed_with="tw-auth-token").open()
+        wait_line(signed, r"twilio call \d+ open:", timeout=10)
+        await tw.stop()
+        assert await tw.wait_closed(timeout=10) == 1000
+        for signed_with in (None, "another-token"):
+            try:
+                await FakeTwilio(c, "reply", signed_with=signed_with).open()
+                raise AssertionError(f"signed with {signed_with}: accepted")
+            except websockets.exceptions.InvalidStatusCode as e:
+                assert e.status_code == 403, e
+        for header, why in (({}, "no X-Twilio-Signature"), ({"X-Twilio-Signature": "AAAA"}, "does not sign")):
+            conn = http.client.HTTPConnection("127.0.0.1", signed.port, timeout=10)
+            conn.request("GET", "/v1/telephony/twilio", headers={
+                "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+                "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(), **header})
+            res = conn.getresponse()
+            error = json.loads(res.read())["error"]
+            assert res.status == 403 and error["code"] == "twilio_signature" and why in error["message"], error
+    finally:
+        c.server = saved
+        signed.kill()
+
+
 async def test_the_docs_example_app_answers_a_call(c):
     """docs/TELEPHONY.md's example application, as a new user runs it, against the fake Twilio."""
     with socket.socket() as s:
@@ -492,7 +535,8 @@ TESTS = [test_a_call_is_heard_answered_and_understood, test_talking_over_the_rep
          test_the_app_hangs_up_after_its_goodbye, test_the_provider_vanishing_mid_reply_ends_the_call,
          test_listen_only_streams_never_send_audio, test_malformed_messages_close_only_that_call,
          test_a_bad_app_message_is_answered_and_the_call_goes_on, test_an_unreachable_app_ends_the_call_and_says_why,
-         test_the_vad_rate_of_phone_calls_is_the_servers_choice, test_without_call_app_twilio_is_refused, test_the_docs_example_app_answers_a_call,
+         test_the_vad_rate_of_phone_calls_is_the_servers_choice, test_without_call_app_twilio_is_refused,
+         test_x_twilio_signature, test_the_docs_example_app_answers_a_call,
          test_nothing_is_left_open]
 
 
