@@ -181,7 +181,8 @@ struct SttOptions {
   bool word_timestamps = false;
   // Partial transcripts: while a speech segment is open, its audio so far is decoded again every
   // this many ms of stream audio (greedy, in the fit window when the model has one; one decode in
-  // flight per stream, a partial that finds no free request slot is skipped), and each decode
+  // flight per stream; a partial takes a request slot only while more than half are free, and is
+  // skipped otherwise: the rest are kept for final transcripts), and each decode
   // gives a kTranscriptPartial: the text two consecutive decodes agree on (LocalAgreement, at
   // word boundaries, never taken back within the segment) and the latest's rest. 0: none;
   // otherwise 200 to 10000.

@@ -22,10 +22,11 @@ class RequestSlots {
       free_.push_back(&slots_[i]);
     }
   }
-  // A free slot, or null when all are in use (or after close()).
-  Request* acquire() {
+  // A free slot, or null when all are in use (or after close()), or when no more than `keep_free`
+  // are free: those are kept for requests that must not wait behind this kind.
+  Request* acquire(std::size_t keep_free = 0) {
     std::lock_guard lock(mu_);
-    if (free_.empty() || closed_) return nullptr;
+    if (free_.size() <= keep_free || closed_) return nullptr;
     Request* r = free_.back();
     free_.pop_back();
     return r;

@@ -407,7 +407,9 @@ bool SttPool::submit(StreamState& stream, SttStage& stage, std::uint64_t seq, do
     // Under the waiters' lock, so that a slot given back between a failed acquire and the wait
     // cannot miss this stream (release() gives slots back under the same lock).
     std::lock_guard lock(waiting_mu_);
-    r = slots_->acquire();
+    // A partial decode takes a slot only while more than half are free: the rest stay for segments'
+    // final transcripts, which would otherwise wait behind partials (and hold their streams' frames).
+    r = slots_->acquire(partial ? slots_->capacity() / 2 : 0);
     if (r == nullptr) {
       if (partial) return false;  // skipped: the next interval tries again
       if (!stage.waits_for_slot_) {

@@ -270,7 +270,8 @@ class SttPool final : public ModelPool {
   // VAD worker: queues the transcription of `audio` (model-rate samples of the segment
   // [start_s, end_s)) for `stage` of `stream`. False when every request slot is in use: the stream
   // is then woken when one is free (schedule on its VAD pool) and must hold its frames until then.
-  // A partial decode (`partial`) that finds no slot is not queued: the stream neither waits nor
+  // A partial decode (`partial`) takes a slot only while more than half are free (the rest are
+  // kept for final transcripts); one that finds none is not queued: the stream neither waits nor
   // is woken for it.
   bool submit(StreamState& stream, SttStage& stage, std::uint64_t seq, double start_s, double end_s,
               const AudioHistory::Range& audio, bool partial = false);
