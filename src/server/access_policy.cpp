@@ -11,14 +11,6 @@
 namespace brisvox::server {
 namespace {
 
-bool equal_constant_time(std::string_view a, std::string_view b) {
-  // The length leaks; the contents do not.
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
@@ -41,6 +33,13 @@ std::string_view trim_configured_origin(std::string_view s) {
 }
 
 }  // namespace
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 bool token_equals(std::string_view configured, std::string_view token) {
   return configured.empty() || equal_constant_time(token, configured);

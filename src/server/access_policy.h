@@ -8,6 +8,10 @@
 
 namespace brisvox::server {
 
+// Whether two secrets (tokens, signatures) are equal; the time taken leaks their length, not
+// where they differ.
+bool equal_constant_time(std::string_view a, std::string_view b);
+
 // True when no token is configured, or when `authorization` is "Bearer <token>" or the query
 // holds token=<token>. Compared in constant time.
 bool token_ok(std::string_view configured, std::string_view authorization, std::string_view query);

@@ -6,17 +6,11 @@
 #include <algorithm>
 
 #include "brisvox/error.h"
+#include "server/access_policy.h"
 #include "server/base64.h"
 
 namespace brisvox::server {
 namespace {
-
-bool same(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 // `url` with its scheme's default port toggled: added when absent, removed when present; nullopt
 // for a URL without a scheme it knows or with another port.
@@ -71,9 +65,9 @@ std::string twilio_request_url(std::string_view public_url, std::string_view hos
 
 bool twilio_signature_valid(std::string_view auth_token, std::string_view url, std::string_view signature) {
   if (signature.empty()) return false;
-  if (same(twilio_signature(auth_token, url), signature)) return true;
+  if (equal_constant_time(twilio_signature(auth_token, url), signature)) return true;
   const std::optional<std::string> other = with_port_toggled(url);
-  return other && same(twilio_signature(auth_token, *other), signature);
+  return other && equal_constant_time(twilio_signature(auth_token, *other), signature);
 }
 
 }  // namespace brisvox::server
