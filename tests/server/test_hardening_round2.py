@@ -282,7 +282,10 @@ def test_d5_error_replies_bounded():
     wait_line(s, r"tts stream \d+ closed", timeout=10)
     grown = (s.rss_bytes() - rss0) / MIB
     print(f"    dropped after {sent} bad messages; RSS +{grown:.1f} MiB")
-    assert grown < 32, f"RSS grew {grown:.0f} MiB"
+    # Under ASan freed blocks stay resident in its quarantine (one run grew 35 MiB there): the
+    # release phase holds the bound; the drop above is checked in every phase.
+    if os.environ.get("BRISVOX_TEST_PRESET") not in ("asan", "tsan"):
+        assert grown < 32, f"RSS grew {grown:.0f} MiB"
 
 
 # --- D7: cheap refusals, and no address holding every connection -----------------------------------
