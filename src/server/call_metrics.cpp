@@ -4,6 +4,8 @@
 
 #include <iterator>
 
+#include "server/histogram_series.h"
+
 namespace brisvox::server {
 namespace {
 
@@ -36,14 +38,7 @@ std::string render_call_metrics(const CallMetrics& m) {
                  m.barge_ins.load());
   fmt::format_to(it, "# HELP brisvox_call_first_audio_seconds From a speak accepted to its first audio handed to "
                      "the socket.\n# TYPE brisvox_call_first_audio_seconds histogram\n");
-  for (double bound : kCallFirstAudioBoundsS) {
-    fmt::format_to(it, "brisvox_call_first_audio_seconds_bucket{{le=\"{}\"}} {}\n", bound,
-                   m.first_audio.count_at_most(bound * 1e6));
-  }
-  fmt::format_to(it,
-                 "brisvox_call_first_audio_seconds_bucket{{le=\"+Inf\"}} {}\nbrisvox_call_first_audio_seconds_sum {}\n"
-                 "brisvox_call_first_audio_seconds_count {}\n",
-                 m.first_audio.count(), m.first_audio.sum_us() / 1e6, m.first_audio.count());
+  histogram_series(out, "brisvox_call_first_audio_seconds", "", m.first_audio, kCallFirstAudioBoundsS);
   return out;
 }
 

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "server/histogram_series.h"
+
 namespace brisvox::server {
 namespace {
 
@@ -24,21 +26,13 @@ void sample(std::string& out, std::string_view name, std::string_view type, std:
   fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
 }
 
-// The cumulative bounds (microseconds) of every latency histogram, from 10 us to 1 s.
-constexpr double kLatencyBoundsUs[] = {10,   25,    50,    100,   250,    500,    1000,   2500,
-                                       5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000};
+// The cumulative bounds of the engine's latency histograms, from 10 us to 1 s.
+constexpr double kLatencyBoundsS[] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+                                      5e-3, 1e-2,   2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1};
 
-// A latency histogram's series (microseconds, exported in seconds); `labels` is empty or
-// `model="vad",` (with its trailing comma) and goes before le.
+// A latency histogram's series; `labels` is empty or `model="vad",` (with its trailing comma).
 void seconds_series(std::string& out, std::string_view name, std::string_view labels, const LatencyHistogram& h) {
-  for (double bound_us : kLatencyBoundsUs) {
-    fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, bound_us / 1e6,
-                   h.count_at_most(bound_us));
-  }
-  const std::uint64_t count = h.count();
-  const std::string plain = labels.empty() ? std::string() : fmt::format("{{{}}}", labels.substr(0, labels.size() - 1));
-  fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"+Inf\"}} {}\n{}_sum{} {}\n{}_count{} {}\n", name, labels,
-                 count, name, plain, h.sum_us() / 1e6, name, plain, count);
+  histogram_series(out, name, labels, h, kLatencyBoundsS);
 }
 
 // Runs per batch size: buckets at 1, 2, 4, ... and max_batch itself.

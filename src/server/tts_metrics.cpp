@@ -4,6 +4,8 @@
 
 #include <iterator>
 
+#include "server/histogram_series.h"
+
 namespace brisvox::server {
 namespace {
 
@@ -37,14 +39,7 @@ std::string render_tts_metrics(const TtsMetrics& m) {
   fmt::format_to(std::back_inserter(out),
                  "# HELP brisvox_tts_first_audio_seconds From a text accepted to its first audio handed to the "
                  "socket.\n# TYPE brisvox_tts_first_audio_seconds histogram\n");
-  for (double bound : kTtsFirstAudioBoundsS) {
-    fmt::format_to(std::back_inserter(out), "brisvox_tts_first_audio_seconds_bucket{{le=\"{}\"}} {}\n", bound,
-                   m.first_audio.count_at_most(bound * 1e6));
-  }
-  fmt::format_to(std::back_inserter(out),
-                 "brisvox_tts_first_audio_seconds_bucket{{le=\"+Inf\"}} {}\nbrisvox_tts_first_audio_seconds_sum {}\n"
-                 "brisvox_tts_first_audio_seconds_count {}\n",
-                 m.first_audio.count(), m.first_audio.sum_us() / 1e6, m.first_audio.count());
+  histogram_series(out, "brisvox_tts_first_audio_seconds", "", m.first_audio, kTtsFirstAudioBoundsS);
   return out;
 }
 
