@@ -194,9 +194,9 @@ Command add_serve_command(CLI::App& app) {
   app.add_option("--idle-timeout-s", l.idle_timeout_s, "Close a stream whose client sends nothing for this long")
       ->capture_default_str();
   app.add_option("--token", c.token, "Require this bearer token on /v1/* (default: $BRISVOX_TOKEN; none if unset)");
-  app.add_option("--call-app", c.call_app,
-                 "The application that drives telephony calls (/v1/telephony/twilio, /v1/telephony/telnyx): a ws:// URL brisvox connects "
-                 "to for each call (docs/TELEPHONY.md)");
+  app.add_option("--call-app", c.call_apps,
+                 "The application that drives telephony calls (/v1/telephony/*): a ws:// URL brisvox connects to for "
+                 "each call; repeatable as NAME=URL, chosen by the call's \"app\" parameter (docs/TELEPHONY.md)");
   app.add_option("--audiosocket-port", c.audiosocket_port,
                  "A TCP port for Asterisk's AudioSocket (AudioSocket(uuid,host:port) in the dialplan), each connection a "
                  "call driven by --call-app; 0 picks a free one (default: none; docs/TELEPHONY.md)");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "brisvox/error.h"
@@ -43,6 +44,68 @@ AppUrl parse_app_url(std::string_view url) {
   u.port = std::string(port);
   if (u.target.find_first_of(" \r\n#") != std::string::npos) throw bad("has a space, a line break or a '#'");
   return u;
+}
+
+namespace {
+
+std::string names_of(const CallApps& apps) {
+  std::string names;
+  for (const auto& [name, url] : apps.named) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+}  // namespace
+
+const AppUrl* CallApps::pick(std::string_view name, std::string& why) const {
+  if (name.empty()) {
+    if (unnamed) return &*unnamed;
+    why = fmt::format("the call names no application (its \"{}\" parameter) and every --call-app has a name: "
+                      "give the call one of {}, or add an unnamed --call-app URL for such calls",
+                      kAppParameter, names_of(*this));
+    return nullptr;
+  }
+  for (const auto& [n, url] : named) {
+    if (n == name) return &url;
+  }
+  why = fmt::format("the call names application \"{}\" (its \"{}\" parameter), which no --call-app NAME=URL names{}",
+                    name, kAppParameter, named.empty() ? "" : fmt::format(" (named: {})", names_of(*this)));
+  return nullptr;
+}
+
+CallApps parse_call_apps(const std::vector<std::string>& entries) {
+  CallApps apps;
+  for (const std::string& entry : entries) {
+    // A URL begins with its scheme: an entry whose '=' comes before "://" is NAME=URL.
+    const std::size_t eq = entry.find('=');
+    const std::size_t scheme = entry.find("://");
+    if (eq == std::string::npos || (scheme != std::string::npos && scheme < eq)) {
+      if (apps.unnamed) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("--call-app gives two URLs without a name ('{}' and '{}'): name all but one, "
+                                "NAME=ws://HOST:PORT/PATH, and calls choose by their \"{}\" parameter",
+                                apps.unnamed->text, entry, kAppParameter));
+      }
+      apps.unnamed = parse_app_url(entry);
+      continue;
+    }
+    const std::string name = entry.substr(0, eq);
+    const bool valid = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+             c == '.';
+    });
+    if (!valid) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("--call-app '{}': an application's name is 1 to 64 letters, digits, '_', '-' or '.' "
+                              "(NAME=ws://HOST:PORT/PATH)", entry));
+    }
+    for (const auto& [n, url] : apps.named) {
+      if (n == name) {
+        throw Error(ErrorCode::kInvalidArgument, fmt::format("--call-app names application \"{}\" twice", name));
+      }
+    }
+    apps.named.emplace_back(name, parse_app_url(std::string_view(entry).substr(eq + 1)));
+  }
+  return apps;
 }
 
 }  // namespace brisvox::server

@@ -103,7 +103,7 @@ std::optional<Refusal> AsteriskEndpoint::parse(const Request& upgrade) {
                    "format must be ulaw, alaw, slin or slin16 (the dial string's c(...) codec; docs/TELEPHONY.md)"};
   }
   return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding={}", format.sample_rate_hz, format.encoding),
-                                app_, request_);
+                                request_);
 }
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> AsteriskEndpoint::open(const boost::asio::any_io_executor& strand,
@@ -111,7 +111,7 @@ std::variant<std::unique_ptr<WsHandler>, Refusal> AsteriskEndpoint::open(const b
   // Authorized on the upgrade (parse() refuses any other).
   return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events),
                            std::make_unique<MediaStreamFront>(ctx_, strand, make_asterisk_dialect(format_, media_protocol_),
-                                                              app_, listen_only_, /*authorized=*/true, std::string(),
+                                                              listen_only_, /*authorized=*/true, std::string(),
                                                               std::move(parameters_)));
 }
 

@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "server/app_url.h"
 #include "server/call_params.h"
 #include "server/media_stream_front.h"
 #include "server/server_context.h"
@@ -54,7 +53,6 @@ class AsteriskEndpoint final : public WsEndpoint {
   std::string format_ = "ulaw";
   bool media_protocol_ = false;
   std::vector<std::pair<std::string, std::string>> parameters_;
-  AppUrl app_;
   CallRequest request_;
 };
 

@@ -69,14 +69,14 @@ std::optional<Refusal> AudioSocketEndpoint::parse(const Request& upgrade) {
   }
   return telephony_call_request(
       ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le&playout_lead_ms={}", kAudioSocketRateHz, kPlayoutLeadMs),
-      app_, request_);
+      request_);
 }
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> AudioSocketEndpoint::open(const boost::asio::any_io_executor& strand,
                                                                             std::function<void()> on_events) {
   // The upgrade carried the server's token (check_access, before parse): the call is authorized.
   return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events),
-                           std::make_unique<MediaStreamFront>(ctx_, strand, make_audiosocket_dialect(), app_,
+                           std::make_unique<MediaStreamFront>(ctx_, strand, make_audiosocket_dialect(),
                                                               /*listen_only=*/false, /*authorized=*/true));
 }
 

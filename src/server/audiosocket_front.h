@@ -15,7 +15,6 @@
 
 #include <memory>
 
-#include "server/app_url.h"
 #include "server/call_params.h"
 #include "server/media_stream_front.h"
 #include "server/server_context.h"
@@ -41,7 +40,6 @@ class AudioSocketEndpoint final : public WsEndpoint {
 
  private:
   ServerContext& ctx_;
-  AppUrl app_;
   CallRequest request_;
 };
 

@@ -60,6 +60,9 @@ class CallFront {
   // One of the call's JSON events (docs/PROTOCOL.md "Calls": speech_start, transcript,
   // speak_started, errors, ...).
   virtual void event(std::string message, SendQueue::Kind kind = SendQueue::Kind::kRequired) = 0;
+  // The event just sent was a turn_end or a transcript: what an application answers with a speak
+  // (a telephony front times that answer, its application's round trip).
+  virtual void answerable() {}
   // A piece of an utterance's speech, in the call's encoding and rate.
   virtual void audio(std::uint32_t utterance, std::string bytes) = 0;
   // Drops the speech of utterances first..last not yet written; returns its bytes of audio.

@@ -187,13 +187,17 @@ void CallHandler::handle_event(const Event& e) {
       break;
     case EventType::kTurnEnd:
       send(turn_end_message(e.start_s, e.end_s, e.probability, to_string(e.turn_reason)));
+      front_->answerable();
       break;
     case EventType::kTurnIncomplete:
       send(turn_incomplete_message(e.start_s, e.end_s, e.probability));
       break;
     case EventType::kTranscript: {
       const std::optional<Transcript> t = call_.read_transcript(e);
-      if (t) send(transcript_message(e.start_s, e.end_s, *t));
+      if (t) {
+        send(transcript_message(e.start_s, e.end_s, *t));
+        front_->answerable();
+      }
       break;
     }
     case EventType::kTranscriptPartial: {

@@ -99,14 +99,14 @@ std::optional<Refusal> FreeswitchEndpoint::parse(const Request& upgrade) {
                                     "uuid_audio_fork's sampling rate, 8k or 16k; docs/TELEPHONY.md", rate_hz_)) {
     return refusal;
   }
-  return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le", rate_hz_), app_, request_);
+  return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le", rate_hz_), request_);
 }
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> FreeswitchEndpoint::open(const boost::asio::any_io_executor& strand,
                                                                            std::function<void()> on_events) {
   return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events),
                            std::make_unique<MediaStreamFront>(ctx_, strand,
-                                                              make_freeswitch_dialect(rate_hz_, subprotocol_), app_,
+                                                              make_freeswitch_dialect(rate_hz_, subprotocol_),
                                                               listen_only_, authorized_));
 }
 

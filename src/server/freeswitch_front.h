@@ -20,7 +20,6 @@
 #include <memory>
 #include <string>
 
-#include "server/app_url.h"
 #include "server/call_params.h"
 #include "server/media_stream_front.h"
 #include "server/server_context.h"
@@ -54,7 +53,6 @@ class FreeswitchEndpoint final : public WsEndpoint {
   bool authorized_ = false;
   int rate_hz_ = 8000;
   std::string subprotocol_;
-  AppUrl app_;
   CallRequest request_;
 };
 

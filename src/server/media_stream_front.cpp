@@ -32,7 +32,7 @@ std::uint64_t mark_number(std::string_view name) {
 }  // namespace
 
 MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io_executor& strand,
-                                   std::unique_ptr<StreamDialect> dialect, AppUrl app, bool listen_only,
+                                   std::unique_ptr<StreamDialect> dialect, bool listen_only,
                                    bool authorized, std::string upgrade_token,
                                    std::vector<std::pair<std::string, std::string>> parameters)
     : ctx_(ctx),
@@ -40,7 +40,6 @@ MediaStreamFront::MediaStreamFront(ServerContext& ctx, const boost::asio::any_io
       dialect_(std::move(dialect)),
       kind_(fmt::format("{} call", to_string(dialect_->provider()))),
       metrics_(ctx.telephony_metrics[dialect_->provider()]),
-      app_url_(std::move(app)),
       listen_only_(listen_only),
       authorized_(authorized),
       chunker_(dialect_->min_media_bytes(), dialect_->silence(), dialect_->exact_media()),
@@ -186,6 +185,15 @@ void MediaStreamFront::start(const StreamMessage& m) {
   if (!authorized_ && !token_equals(ctx_.config.token, token)) {
     return fail(TelephonyError::kUnauthorized, token.empty() ? dialect_->no_token() : dialect_->wrong_token());
   }
+  // The application named by the call's last "app" parameter (it goes on to the application too).
+  std::string_view app_name;
+  for (const auto& [name, value] : parameters) {
+    if (name == kAppParameter) app_name = value;
+  }
+  std::string why;
+  const AppUrl* app = ctx_.call_apps.pick(app_name, why);
+  if (app == nullptr) return fail(TelephonyError::kAppUnavailable, why);
+  app_url_ = *app;
   started_ = true;
   dialect_->started(m.start);
   stream_sid_ = m.start.stream_sid;
@@ -243,6 +251,11 @@ void MediaStreamFront::on_app_message(std::string text) {
   }
   switch (m.type) {
     case AppMessageType::kSpeak:
+      if (answerable_since_) {
+        const std::chrono::duration<double, std::micro> waited = std::chrono::steady_clock::now() - *answerable_since_;
+        metrics_.app_round_trip.record(waited.count());
+        answerable_since_.reset();
+      }
       if (listen_only_) {
         to_app(speak_error_message("listen_only", dialect_->listen_only(), m.call.id));
         return;
@@ -464,17 +477,12 @@ std::optional<Refusal> read_l16_query(std::string_view query, std::string_view p
   return std::nullopt;
 }
 
-std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::string& audio_query, AppUrl& app,
+std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::string& audio_query,
                                               CallRequest& request) {
-  if (ctx.config.call_app.empty()) {
+  if (ctx.call_apps.empty()) {
     return Refusal{503, "no_call_app",
                    "this server takes telephony calls only with an application to drive them: start it with "
                    "--call-app ws://HOST:PORT/PATH (docs/TELEPHONY.md)"};
-  }
-  try {
-    app = parse_app_url(ctx.config.call_app);
-  } catch (const Error& e) {
-    return Refusal{503, "no_call_app", e.what()};
   }
   // The pipeline is what the server has models for, the VAD at the server's rate for calls.
   std::string query = audio_query;

@@ -13,7 +13,8 @@
 // stop; an error the provider reports is logged. To the provider: only media (the call's speech),
 // mark and clear.
 //
-// The application (serve --call-app) gets the call on a WebSocket of its own (call_app_link.h):
+// The application (serve --call-app; the one its "app" parameter names, where several are given)
+// gets the call on a WebSocket of its own (call_app_link.h):
 // call_start when the provider's start arrives, then the call's events as /v1/call sends them,
 // dtmf, and call_end; it sends speak, cancel, mark and hangup. Playback truth: after all of a
 // reply's audio brisvox sends a mark, and the reply's speak_done goes to the application when the
@@ -147,7 +148,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   // `parameters`: the call's parameters the upgrade carried (Asterisk's dial string v(...)), before
   // those of the provider's start.
   MediaStreamFront(ServerContext& ctx, const boost::asio::any_io_executor& strand,
-                   std::unique_ptr<StreamDialect> dialect, AppUrl app, bool listen_only, bool authorized,
+                   std::unique_ptr<StreamDialect> dialect, bool listen_only, bool authorized,
                    std::string upgrade_token = {}, std::vector<std::pair<std::string, std::string>> parameters = {});
   ~MediaStreamFront() override;
 
@@ -157,6 +158,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   void on_text(std::string message, CallControl& call) override;
   void on_binary(std::span<const std::byte> chunk, bool last, CallControl& call) override;
   void event(std::string message, SendQueue::Kind kind) override;
+  void answerable() override { answerable_since_ = std::chrono::steady_clock::now(); }
   void audio(std::uint32_t utterance, std::string bytes) override;
   std::size_t purge(std::uint32_t first, std::uint32_t last) override;
   void stopped() override;
@@ -216,7 +218,7 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   bool media_open_ = false;  // before_media() was sent and no mark or clear since
   const std::string kind_;  // "twilio call"
   ProviderMetrics& metrics_;
-  const AppUrl app_url_;
+  AppUrl app_url_;  // the call's application (--call-app), chosen at start
   const bool listen_only_;
   const bool authorized_;
   MediaChunker chunker_;  // the call's speech in the pieces the provider takes
@@ -239,6 +241,9 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
   std::size_t binary_bytes_ = 0;     // of the binary message being read
   std::uint64_t next_mark_ = 1;
   std::map<std::uint64_t, Held> held_;  // by the number in our mark's name, oldest first
+  // When the last turn_end or transcript went to the application, until its next speak (the
+  // provider's app_round_trip).
+  std::optional<std::chrono::steady_clock::time_point> answerable_since_;
   std::string end_reason_;  // call_end's reason; empty: from how the connection ended
   std::string end_detail_;
 };
@@ -250,11 +255,10 @@ class MediaStreamFront final : public CallFront, private CallAppLink::Listener {
 std::optional<Refusal> read_l16_query(std::string_view query, std::string_view path, std::string_view more,
                                       std::string_view rate_hint, int& rate_hz);
 
-// What every telephony endpoint reads on the upgrade: the --call-app application (`app`; a 503
-// no_call_app without one), and the call's request for `audio_query` (the provider's
-// "sample_rate=8000&encoding=mulaw"), with turn ends and transcripts where the server has the
-// models, spoken in the server's default voice.
-std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::string& audio_query, AppUrl& app,
-                                              CallRequest& request);
+// What every telephony endpoint reads on the upgrade: the call's request for `audio_query` (the
+// provider's "sample_rate=8000&encoding=mulaw"), with turn ends and transcripts where the server has
+// the models, spoken in the server's default voice; a 503 no_call_app where no --call-app is given
+// (which of them drives the call is chosen at its start, by its "app" parameter).
+std::optional<Refusal> telephony_call_request(ServerContext& ctx, const std::string& audio_query, CallRequest& request);
 
 }  // namespace brisvox::server

@@ -36,7 +36,7 @@ std::string default_web_dir() {
 
 void ServerConfig::validate() const {
   require(!host.empty(), "--host must not be empty");
-  if (!call_app.empty()) (void)parse_app_url(call_app);  // its own message names --call-app
+  const CallApps apps = parse_call_apps(call_apps);  // its own message names --call-app
   (void)parse_call_limits(max_calls);  // its own message names --max-calls
   // An Authorization header cannot carry spaces at its ends or control characters: such a token
   // would lock every client out while looking configured.
@@ -45,8 +45,9 @@ void ServerConfig::validate() const {
   require(port >= 0 && port <= 65535, fmt::format("--port must be 0 (any free port) to 65535, got {}", port));
   require(audiosocket_port >= -1 && audiosocket_port <= 65535,
           fmt::format("--audiosocket-port must be 0 (any free port) to 65535, got {}", audiosocket_port));
-  require(audiosocket_port < 0 || !call_app.empty(),
-          "--audiosocket-port needs --call-app: each AudioSocket connection is a call that the application drives");
+  require(audiosocket_port < 0 || apps.unnamed,
+          "--audiosocket-port needs an unnamed --call-app URL: each AudioSocket connection is a call that the "
+          "application drives, and AudioSocket carries no parameter to name one");
   require(!audiosocket_host.empty(), "--audiosocket-host must not be empty");
   require(io_threads >= 1 && io_threads <= 256, fmt::format("--io-threads must be 1 to 256, got {}", io_threads));
   require(job_threads >= 1 && job_threads <= 256, fmt::format("job_threads must be 1 to 256, got {}", job_threads));

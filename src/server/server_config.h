@@ -89,9 +89,11 @@ struct ServerConfig {
   // accepts any. Another Host gets 403 "forbidden_host".
   std::vector<std::string> allowed_hosts;
   std::string web_dir;  // the demo page's folder; empty: default_web_dir()
-  // The application that drives telephony calls (/v1/telephony/*): a ws:// URL brisvox connects to
-  // for each call (docs/TELEPHONY.md). Empty: telephony calls are refused.
-  std::string call_app;
+  // The applications that drive telephony calls (/v1/telephony/*): ws:// URLs brisvox connects to
+  // for each call, "URL" for the calls that name none and "NAME=URL" for those whose "app"
+  // parameter is NAME (--call-app, repeatable; app_url.h, docs/TELEPHONY.md). Empty: telephony
+  // calls are refused.
+  std::vector<std::string> call_apps;
   // Telephony calls open at once per provider, "PROVIDER=N" (--max-calls, repeatable: "twilio=50");
   // a provider not named has only max_streams. Beyond: 503 "too_many_calls" on the upgrade.
   std::vector<std::string> max_calls;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "brisvox/engine/engine.h"
+#include "server/app_url.h"
 #include "server/call_metrics.h"
 #include "server/connection_limits.h"
 #include "server/metrics.h"
@@ -31,7 +32,8 @@ struct ServerContext {
         stream_clients(server_config.limits.max_streams, server_config.limits.max_streams_per_client > 0
                                                               ? server_config.limits.max_streams_per_client
                                                               : server_config.limits.max_streams),
-        max_calls(parse_call_limits(server_config.max_calls)) {}
+        max_calls(parse_call_limits(server_config.max_calls)),
+        call_apps(parse_call_apps(server_config.call_apps)) {}
 
   const ServerConfig& config;
   Engine& engine;
@@ -52,6 +54,8 @@ struct ServerContext {
   // Each provider's limit of telephony calls (--max-calls; 0: none), and its calls admitted.
   const std::array<int, kNumTelephonyProviders> max_calls;
   std::array<std::atomic<int>, kNumTelephonyProviders> calls_open{};
+  // The applications that drive telephony calls (--call-app), chosen when a call starts.
+  const CallApps call_apps;
   std::atomic<int> jobs_in_flight{0};
   // Refused connections still open so that their 503 is read (HttpSession::linger): bounded, as
   // they hold a descriptor and no slot.

@@ -4,7 +4,15 @@
 
 #include <iterator>
 
+#include "server/histogram_series.h"
+
 namespace brisvox::server {
+namespace {
+
+// The application's round trip: 10 ms (a scripted reply) to 10 s (a language model's answer).
+constexpr double kAppRoundTripBoundsS[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10};
+
+}  // namespace
 
 std::string_view to_string(TelephonyProvider provider) {
   switch (provider) {
@@ -66,6 +74,14 @@ std::string render_telephony_metrics(const TelephonyMetrics& m) {
                      to_string(static_cast<TelephonyProvider>(p)), to_string(static_cast<TelephonyError>(e)),
                      m.providers[p].errors[e].load());
     }
+  }
+  fmt::format_to(it, "# HELP brisvox_telephony_app_round_trip_seconds From the last turn_end or transcript sent to "
+                     "a call's application to its speak, by provider.\n"
+                     "# TYPE brisvox_telephony_app_round_trip_seconds histogram\n");
+  for (std::size_t p = 0; p < kNumTelephonyProviders; ++p) {
+    histogram_series(out, "brisvox_telephony_app_round_trip_seconds",
+                     fmt::format("provider=\"{}\",", to_string(static_cast<TelephonyProvider>(p))),
+                     m.providers[p].app_round_trip, kAppRoundTripBoundsS);
   }
   return out;
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "brisvox/latency_histogram.h"
+
 namespace brisvox::server {
 
 enum class TelephonyProvider { kTwilio, kTelnyx, kVonage, kAsterisk, kJambonz, kFreeswitch, kAudioSocket };
@@ -37,6 +39,8 @@ struct ProviderMetrics {
   std::atomic<std::uint64_t> clears{0};  // barge-ins and cancels sent as the provider's clear
   std::atomic<std::uint64_t> dtmf{0};
   std::array<std::atomic<std::uint64_t>, kNumTelephonyErrors> errors{};
+  // The application's round trip: from the last turn_end or transcript sent to it to its speak.
+  LatencyHistogram app_round_trip;
 
   void count(TelephonyError e) { errors[static_cast<std::size_t>(e)].fetch_add(1, std::memory_order_relaxed); }
 };

@@ -105,13 +105,13 @@ std::optional<Refusal> TelnyxEndpoint::parse(const Request& upgrade) {
                    "docs/TELEPHONY.md)"};
   }
   return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding={}", format_.sample_rate_hz, encoding),
-                                app_, request_);
+                                request_);
 }
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> TelnyxEndpoint::open(const boost::asio::any_io_executor& strand,
                                                                        std::function<void()> on_events) {
   return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events),
-                           std::make_unique<MediaStreamFront>(ctx_, strand, make_telnyx_dialect(format_), app_,
+                           std::make_unique<MediaStreamFront>(ctx_, strand, make_telnyx_dialect(format_),
                                                               listen_only_, authorized_, std::move(header_token_)));
 }
 

@@ -16,7 +16,6 @@
 
 #include <memory>
 
-#include "server/app_url.h"
 #include "server/call_params.h"
 #include "server/media_stream_front.h"
 #include "server/server_context.h"
@@ -45,7 +44,6 @@ class TelnyxEndpoint final : public WsEndpoint {
   bool authorized_ = false;
   std::string header_token_;  // x-telnyx-streaming-auth-token
   TelnyxFormat format_;
-  AppUrl app_;
   CallRequest request_;
 };
 

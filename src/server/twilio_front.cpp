@@ -61,13 +61,13 @@ std::optional<Refusal> TwilioEndpoint::parse(const Request& upgrade) {
     authorized_ = true;  // Twilio's own: the signature stands for the server's token
   }
   // Twilio's audio is mu-law at 8000 Hz.
-  return telephony_call_request(ctx_, "sample_rate=8000&encoding=mulaw", app_, request_);
+  return telephony_call_request(ctx_, "sample_rate=8000&encoding=mulaw", request_);
 }
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> TwilioEndpoint::open(const boost::asio::any_io_executor& strand,
                                                                        std::function<void()> on_events) {
   return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events),
-                           std::make_unique<MediaStreamFront>(ctx_, strand, make_twilio_dialect(), app_, listen_only_,
+                           std::make_unique<MediaStreamFront>(ctx_, strand, make_twilio_dialect(), listen_only_,
                                                               authorized_));
 }
 

@@ -13,7 +13,6 @@
 
 #include <memory>
 
-#include "server/app_url.h"
 #include "server/call_params.h"
 #include "server/media_stream_front.h"
 #include "server/server_context.h"
@@ -39,7 +38,6 @@ class TwilioEndpoint final : public WsEndpoint {
   ServerContext& ctx_;
   const bool listen_only_;
   bool authorized_ = false;
-  AppUrl app_;
   CallRequest request_;
 };
 

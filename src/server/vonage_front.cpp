@@ -63,13 +63,13 @@ std::optional<Refusal> VonageEndpoint::parse(const Request& upgrade) {
                                     rate_hz_)) {
     return refusal;
   }
-  return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le", rate_hz_), app_, request_);
+  return telephony_call_request(ctx_, fmt::format("sample_rate={}&encoding=pcm_s16le", rate_hz_), request_);
 }
 
 std::variant<std::unique_ptr<WsHandler>, Refusal> VonageEndpoint::open(const boost::asio::any_io_executor& strand,
                                                                        std::function<void()> on_events) {
   return open_call_handler(ctx_, strand, std::move(request_), std::move(on_events),
-                           std::make_unique<MediaStreamFront>(ctx_, strand, make_vonage_dialect(rate_hz_), app_,
+                           std::make_unique<MediaStreamFront>(ctx_, strand, make_vonage_dialect(rate_hz_),
                                                               listen_only_, authorized_));
 }
 

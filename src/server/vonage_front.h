@@ -16,7 +16,6 @@
 
 #include <memory>
 
-#include "server/app_url.h"
 #include "server/call_params.h"
 #include "server/media_stream_front.h"
 #include "server/server_context.h"
@@ -43,7 +42,6 @@ class VonageEndpoint final : public WsEndpoint {
   const bool listen_only_;
   bool authorized_ = false;
   int rate_hz_ = 16000;
-  AppUrl app_;
   CallRequest request_;
 };
 

@@ -84,8 +84,9 @@ class FakeTwilio:
     """One Twilio Media Stream to brisvox, as Twilio's WebSocket messages page describes it."""
 
     def __init__(self, c, script="reply", path="/v1/telephony/twilio", token=TOKEN, media_format=None,
-                 signed_with=None):
+                 signed_with=None, parameters=None):
         self.c = c
+        self.parameters = parameters or {}  # more <Parameter>s of the <Stream>
         # Twilio's Auth Token: the handshake then carries X-Twilio-Signature, the base64 of
         # HMAC-SHA1 keyed with it over the URL Twilio requested (Twilio's "Webhooks security").
         self.signed_with = signed_with
@@ -141,7 +142,7 @@ class FakeTwilio:
         await self.ws.send(json.dumps(message))
 
     async def send_start(self):
-        params = {"script": self.script, "FirstName": "Jane"}
+        params = {"script": self.script, "FirstName": "Jane", **self.parameters}
         if self.token is not None:
             params["token"] = self.token
         await self.send({"event": "start", "streamSid": self.stream_sid,
@@ -264,6 +265,10 @@ async def test_a_call_is_heard_answered_and_understood(c):
     end = await app.wait_for(tw.call_sid, "call_end", timeout=5)
     assert end["reason"] == "caller_hangup" and code == 1000, (end, code)
     await app.wait_for(tw.call_sid, "_closed", timeout=5)
+    # The app answered the turn_end at once: its round trip is counted, a few ms on loopback.
+    m = metrics(c.server)
+    trips = m['brisvox_telephony_app_round_trip_seconds_count{provider="twilio"}']
+    assert trips >= 1 and m['brisvox_telephony_app_round_trip_seconds_sum{provider="twilio"}'] < trips * 1.0, m
     heard = transcribe(c.server, pcm, TOKEN)
     error = wer(REPLY, heard)
     print(f"    turn_end at the app -> first reply audio at Twilio {1000 * (first_media - turn['_t']):.0f} ms "
@@ -405,6 +410,38 @@ async def test_an_unreachable_app_ends_the_call_and_says_why(c):
         lone.kill()
 
 
+async def test_a_calls_app_parameter_picks_one_of_several_apps(c):
+    """--call-app NAME=URL beside the unnamed URL: a call whose <Parameter name="app"> is NAME goes
+    to that application, one that names none to the unnamed one, one that names another is ended."""
+    sales = App()
+    several = Server(c.args.brisvox, "--workers", "1", "--tts-voice", c.args.voice, "--tts-workers", "1",
+                     "--token", TOKEN, "--call-app", f"ws://127.0.0.1:{c.app.port}/calls",
+                     "--call-app", f"sales=ws://127.0.0.1:{sales.port}/sales")
+    try:
+        saved, c.server = c.server, several
+        to_sales = await FakeTwilio(c, "listen", parameters={"app": "sales"}).open()
+        start = await sales.wait_for(to_sales.call_sid, "call_start", timeout=10)
+        assert start["parameters"] == {"script": "listen", "FirstName": "Jane", "app": "sales"}, start
+        assert c.app.find(to_sales.call_sid, "call_start") is None
+        unnamed = await FakeTwilio(c, "listen").open()
+        await c.app.wait_for(unnamed.call_sid, "call_start", timeout=10)
+        assert sales.find(unnamed.call_sid, "call_start") is None
+        for tw in (to_sales, unnamed):
+            await tw.stop()
+            assert await tw.wait_closed(timeout=10) == 1000
+        lost = await FakeTwilio(c, "listen", parameters={"app": "billing"}).open()
+        assert await lost.wait_closed(timeout=10) == 1011
+        wait_line(several, r'names application "billing" .*named: sales', timeout=5)
+        m = metrics(several)
+        assert m['brisvox_telephony_errors_total{provider="twilio",reason="app_unavailable"}'] == 1, m
+    finally:
+        c.server = saved
+        several.kill()
+    bad = subprocess.run([c.args.brisvox, "serve", "--call-app", "ws://127.0.0.1:1/", "--call-app", "ws://127.0.0.1:2/"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "two URLs without a name" in bad.stderr, bad.stderr
+
+
 async def test_the_vad_rate_of_phone_calls_is_the_servers_choice(c):
     # The default: 8 kHz phone audio reaches the 16 kHz VAD model (docs/TELEPHONY.md); an earlier
     # test's call logged it. --phone-model-rate 8000 runs the 8 kHz model instead.
@@ -535,6 +572,7 @@ TESTS = [test_a_call_is_heard_answered_and_understood, test_talking_over_the_rep
          test_the_app_hangs_up_after_its_goodbye, test_the_provider_vanishing_mid_reply_ends_the_call,
          test_listen_only_streams_never_send_audio, test_malformed_messages_close_only_that_call,
          test_a_bad_app_message_is_answered_and_the_call_goes_on, test_an_unreachable_app_ends_the_call_and_says_why,
+         test_a_calls_app_parameter_picks_one_of_several_apps,
          test_the_vad_rate_of_phone_calls_is_the_servers_choice, test_without_call_app_twilio_is_refused,
          test_x_twilio_signature, test_the_docs_example_app_answers_a_call,
          test_nothing_is_left_open]
