@@ -89,14 +89,8 @@ int run_transcribe(const TranscribeOptions& o) {
   ec.models[0].num_workers = o.workers;
   ec.models[1].num_workers = o.stt_workers;
   ec.models[1].session.intra_op_threads = o.stt_threads;
-  if (width > 1) {
-    // Each segment holds `width` decoder lanes: fewer segments per worker keep the lanes (and
-    // their memory) near the greedy default's 8.
-    ec.models[1].options["max_width"] = std::to_string(width);
-    ec.models[1].max_batch = std::max(2, 8 / width);
-  }
   // A prompt needs longer decoder lanes (Whisper's whole context).
-  if (!o.prompt.empty() || !o.hotwords.empty()) ec.models[1].options["prompt_tokens"] = "446";
+  ec.models[1].size_whisper_decoder(width, o.prompt.empty() && o.hotwords.empty() ? 0 : 446);
   ec.admission_control = false;
   const auto loading = std::chrono::steady_clock::now();
   Engine engine(ec);  // the models are loaded before any file: a bad model fails once

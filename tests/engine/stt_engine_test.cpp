@@ -419,6 +419,28 @@ TEST(EngineStt, ABeamWiderThanTheModelAllowsIsRefusedAtOpen) {
   }
 }
 
+TEST(EngineStt, ADecoderSizedForBeamsKeepsItsLanesNearGreedys) {
+  ModelSpec greedy = ModelSpec::whisper();
+  greedy.size_whisper_decoder(1, 0);
+  EXPECT_TRUE(greedy.options.empty());
+  EXPECT_EQ(greedy.max_batch, 0);  // the family's
+  ModelSpec beams = ModelSpec::whisper();
+  beams.size_whisper_decoder(5, 446);
+  EXPECT_EQ(beams.options.at("max_width"), "5");
+  EXPECT_EQ(beams.options.at("prompt_tokens"), "446");
+  EXPECT_EQ(beams.max_batch, 2);  // 8 / 5, at least 2: 10 lanes a worker against greedy's 8
+  ModelSpec three = ModelSpec::whisper();
+  three.size_whisper_decoder(3, 0);
+  EXPECT_EQ(three.max_batch, 2);
+  ModelSpec two = ModelSpec::whisper();
+  two.size_whisper_decoder(2, 0);
+  EXPECT_EQ(two.max_batch, 4);
+  for (const auto& [width, prompt] : {std::pair{0, 0}, {17, 0}, {1, -1}, {1, 447}}) {
+    ModelSpec bad = ModelSpec::whisper();
+    EXPECT_THROW(bad.size_whisper_decoder(width, prompt), Error) << width << " " << prompt;
+  }
+}
+
 TEST(EngineStt, ABadSttStageIsRefusedAtOpen) {
   EngineConfig no_stt;
   no_stt.model("vad").path = test::bundled_model("silero_vad_v5.onnx");

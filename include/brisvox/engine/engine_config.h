@@ -88,6 +88,12 @@ struct ModelSpec {
   // A Whisper model folder (brisvox's, sherpa-onnx's or Optimum's layout) or an alias
   // (resolve_stt_model: "tiny.en" is the bundled one).
   static ModelSpec whisper(std::string path = "tiny.en", std::string name = "stt");
+  // This Whisper entry's decoder sized for decodes up to `max_width` sequences wide (1: greedy only)
+  // and prompts plus hotwords up to `prompt_tokens` tokens (0: none): the options above, and, wider
+  // than greedy, fewer segments per run (max_batch: the family's divided by max_width, at least 2),
+  // so that a worker's lanes and their memory stay near greedy's. What `brisvox transcribe` and the
+  // C API's engine do; Error(kInvalidArgument) outside 1 to 16 and 0 to 446.
+  void size_whisper_decoder(int max_width, int prompt_tokens);
   // A Piper voice: VOICE.onnx (VOICE.onnx.json beside it) or an installed voice's name
   // (piper_voices.h). One worker per core, one sentence per run, ONNX Runtime's arena on.
   static ModelSpec piper_tts(std::string path, std::string name = "tts");

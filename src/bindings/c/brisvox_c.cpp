@@ -295,14 +295,7 @@ brisvox_status brisvox_engine_create(const brisvox_engine_options* options, bris
       config.models.push_back(brisvox::ModelSpec::whisper(o.stt_model));
       brisvox::ModelSpec& stt = config.models.back();
       stt.num_workers = o.stt_workers;
-      if (o.stt_max_width > 1) {
-        stt.options["max_width"] = std::to_string(o.stt_max_width);
-        // Fewer segments per worker keep the lanes (and their memory) near the greedy default's,
-        // as `brisvox transcribe` does.
-        const int greedy = brisvox::ModelSpec::family_defaults(brisvox::ModelFamily::kWhisper).max_batch;
-        stt.max_batch = std::max(2, greedy / o.stt_max_width);
-      }
-      if (o.stt_prompt_tokens > 0) stt.options["prompt_tokens"] = std::to_string(o.stt_prompt_tokens);
+      stt.size_whisper_decoder(std::max(1, o.stt_max_width), o.stt_prompt_tokens);
     } else if (o.stt_max_width != 0 || o.stt_prompt_tokens != 0) {
       invalid("brisvox_engine_options: stt_max_width and stt_prompt_tokens size the speech-to-text model's decoder: "
               "set stt_model too");
