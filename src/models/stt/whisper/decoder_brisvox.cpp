@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "base/zeroed_buffer.h"
 #include "brisvox/error.h"
 #include "models/stt/whisper/decoder_backend.h"
 #include "runtime/model_signature.h"
@@ -66,9 +67,10 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
     S_ = static_cast<std::size_t>(max_lanes);
     C_ = static_cast<std::size_t>(max_tokens);
     T_ = static_cast<std::size_t>(max_audio);
-    // Zero-filled: a padding lane reads finite numbers, whatever ran there before.
-    self_.assign(L_ * 2 * S_ * H_ * C_ * hd_, 0.0f);
-    cross_.assign(L_ * 2 * S_ * H_ * T_ * hd_, 0.0f);
+    // Zero-filled: a padding lane reads finite numbers, whatever ran there before. Sized for every
+    // lane at a full window, resident only where runs write (ZeroedBuffer).
+    self_ = ZeroedBuffer<float>(L_ * 2 * S_ * H_ * C_ * hd_);
+    cross_ = ZeroedBuffer<float>(L_ * 2 * S_ * H_ * T_ * hd_);
     new_kv_.assign(S_ * L_ * 2 * D_, 0.0f);
     const auto A = static_cast<std::size_t>(alignment_heads);
     alignment.assign(S_ * A * T_, 0.0f);
@@ -178,8 +180,8 @@ class BrisvoxDecoder final : public WhisperDecoder::Backend {
 
  private:
   std::size_t L_ = 0, H_ = 0, hd_ = 0, D_ = 0, S_ = 0, C_ = 0, T_ = 0;
-  std::vector<float> self_;
-  std::vector<float> cross_;
+  ZeroedBuffer<float> self_;
+  ZeroedBuffer<float> cross_;
   std::vector<float> new_kv_;
   std::vector<int64_t> tok_;
   std::vector<int64_t> pos_;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/zeroed_buffer.h"
 #include "brisvox/error.h"
 #include "runtime/model_session.h"
 #include "runtime/model_signature.h"
@@ -65,8 +66,10 @@ struct WhisperEncoder::Impl {
   bool rows_alone;
   std::vector<int> frame_options;  // allowed window lengths, ascending
   std::vector<float> input;        // [max_batch, n_mels, full_frames]
-  std::vector<float> output;       // layout-dependent, for max_batch full windows
-  std::vector<float> output_v;     // sherpa: the values (keys are in `output`)
+  // Layout-dependent, for max_batch full windows; resident only where runs write (a fit window of a
+  // batch of two writes a fraction of it).
+  ZeroedBuffer<float> output;
+  ZeroedBuffer<float> output_v;    // sherpa: the values (keys are in `output`)
   // views[f][b - 1]: the inputs/outputs for frame option f and batch b
   std::vector<std::vector<Ort::Value>> in_views;
   std::vector<std::vector<std::vector<Ort::Value>>> out_views;
@@ -101,10 +104,10 @@ struct WhisperEncoder::Impl {
     const auto L = static_cast<std::size_t>(dims.n_text_layer);
     input.assign(B * mels * static_cast<std::size_t>(full), 0.0f);
     if (layout == WhisperLayout::kOptimum) {
-      output.assign(B * T * D, 0.0f);
+      output = ZeroedBuffer<float>(B * T * D);
     } else {
-      output.assign(B * L * (layout == WhisperLayout::kBrisvox ? 2 : 1) * T * D, 0.0f);
-      if (layout == WhisperLayout::kSherpaOnnx) output_v.assign(B * L * T * D, 0.0f);
+      output = ZeroedBuffer<float>(B * L * (layout == WhisperLayout::kBrisvox ? 2 : 1) * T * D);
+      if (layout == WhisperLayout::kSherpaOnnx) output_v = ZeroedBuffer<float>(B * L * T * D);
     }
     const auto mem = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
     const int64_t H = dims.n_text_head;
