@@ -38,7 +38,7 @@ from process_use import PeakRss, cpu_seconds, percentile  # noqa: E402 (bench/, 
 FRAME_MS = 20
 
 
-def child(service: str, calls: int, seconds: float, stt_workers: int = 0) -> dict:
+def child(service: str, calls: int, seconds: float, stt_workers: int = 0, window: str = "full") -> dict:
     import numpy as np
     from loguru import logger
     from pipecat.frames.frames import (EndFrame, InputAudioRawFrame, TranscriptionFrame,
@@ -82,7 +82,7 @@ def child(service: str, calls: int, seconds: float, stt_workers: int = 0) -> dic
             if stt_workers > 0 and not engine:
                 import brisvox
                 engine.append(brisvox.Engine(stt_model=model, stt_workers=stt_workers, admission_control=False))
-            return BrisvoxSTTService(model=model, engine=engine[0] if engine else None)
+            return BrisvoxSTTService(model=model, window=window, engine=engine[0] if engine else None)
     else:
         from pipecat.services.whisper.stt import WhisperSTTService
 
@@ -135,7 +135,7 @@ RUNS = ("brisvox", "faster-whisper")
 
 def run_child(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
-           "--stt-workers", str(args.stt_workers)]
+           "--stt-workers", str(args.stt_workers), "--window", args.window]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -147,20 +147,30 @@ def main():
     p.add_argument("--save", help="write both runs' raw results (JSON) here")
     p.add_argument("--stt-workers", type=int, default=0,
                    help="brisvox's Whisper workers (0: BrisvoxSTTService's shared engine, one worker)")
+    p.add_argument("--window", choices=("full", "fit"), default="full",
+                   help="BrisvoxSTTService's encoder window (faster-whisper always encodes 30 s)")
+    p.add_argument("--only", choices=RUNS, help="run one service and print its raw figures (JSON)")
     p.add_argument("--child", choices=RUNS, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.calls, args.seconds, args.stt_workers)))
+        print(json.dumps(child(args.child, args.calls, args.seconds, args.stt_workers, args.window)))
         return
 
     from conftest import words
 
+    if args.only:
+        run = run_child(args.only, args)
+        lat = [x for c in run["results"] for x in c["latencies"]]
+        print(json.dumps({k: v for k, v in run.items() if k != "results"} |
+                         {"p50_ms": 1000 * percentile(lat, 50), "p99_ms": 1000 * percentile(lat, 99),
+                          "transcripts": sum(len(c["texts"]) for c in run["results"])}))
+        return
     runs = {name: run_child(name, args) for name in RUNS}
     if args.save:
         Path(args.save).write_text(json.dumps(runs))
     print(f"{args.calls} concurrent Pipecat pipelines, {args.seconds:g} s of real audio each, paced in real time, "
           f"one process per service, {os.cpu_count()} cores, brisvox Whisper workers "
-          f"{args.stt_workers or '1 (shared engine)'}\n")
+          f"{args.stt_workers or '1 (shared engine)'}, window {args.window}\n")
     print(f"{'':38}{'BrisvoxSTTService':>20}{'WhisperSTTService':>20}{'ratio':>8}")
     for label, f in [
         ("wall time of the run (s)", lambda r: r["wall_s"]),
