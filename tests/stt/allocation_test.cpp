@@ -140,23 +140,27 @@ TEST(WhisperAllocations, EncoderRunAllocatesOnlyWhatOnnxRuntimeDoes) {
   const auto n = allocations_in([&] {
     for (int i = 0; i < 50; ++i) run();
   });
-  // The same Run on a bare session.
+  // The same Runs on a bare session: on the CPU the encoder runs each window alone
+  // (runs_rows_alone), so two Runs of one window.
+  ASSERT_TRUE(encoder.runs_rows_alone());
   runtime::ModelSession session = runtime::ModelSession::load_file(model().encoder_path(), {});
   const auto mem = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
-  const std::array<int64_t, 3> in_shape{2, 80, 400};
+  const std::array<int64_t, 3> in_shape{1, 80, 400};
   const WhisperDims& d = model().config().dims;
-  const std::array<int64_t, 6> out_shape{2, d.n_text_layer, 2, d.n_text_head, 200, d.head_dim()};
-  std::vector<float> out(2 * a.size());
-  Ort::Value in_value = Ort::Value::CreateTensor<float>(mem, mel.data(), mel.size(), in_shape.data(), 3);
+  const std::array<int64_t, 6> out_shape{1, d.n_text_layer, 2, d.n_text_head, 200, d.head_dim()};
+  std::vector<float> out(a.size());
+  Ort::Value in_value = Ort::Value::CreateTensor<float>(mem, mel.data(), mel.size() / 2, in_shape.data(), 3);
   Ort::Value out_value = Ort::Value::CreateTensor<float>(mem, out.data(), out.size(), out_shape.data(), 6);
   const char* in_name = "mel";
   const char* out_name = "cross_kv";
-  auto bare = [&] { session.session().Run(session.run_options(), &in_name, &in_value, 1, &out_name, &out_value, 1); };
+  auto bare = [&] {
+    for (int w = 0; w < 2; ++w) session.session().Run(session.run_options(), &in_name, &in_value, 1, &out_name, &out_value, 1);
+  };
   for (int i = 0; i < kWarmups; ++i) bare();
   const auto m = allocations_in([&] {
     for (int i = 0; i < 50; ++i) bare();
   });
-  std::printf("encoder run of 2 windows: %.2f allocations; bare ONNX Runtime Run: %.2f\n", static_cast<double>(n) / 50.0,
+  std::printf("encoder run of 2 windows: %.2f allocations; bare ONNX Runtime Runs: %.2f\n", static_cast<double>(n) / 50.0,
               static_cast<double>(m) / 50.0);
   EXPECT_EQ(n, m) << "brisvox code allocated in WhisperEncoder::run";
 }

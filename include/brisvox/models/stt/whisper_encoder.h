@@ -56,9 +56,10 @@ class WhisperEncoder {
   int max_batch() const;
   int full_frames() const;   // 2 x n_audio_ctx
   bool supports_fit() const; // windows shorter than full_frames()
-  // True for an encoder that quantizes its activations per tensor (tiny.en-int8): run() then
-  // runs its windows one at a time, since in one batch each row's output would depend on the
-  // others'. The result of a window is then the same alone or with others.
+  // True for an encoder that quantizes its activations per tensor (tiny.en-int8), since in one
+  // batch each row's output would depend on the others', and for every encoder on the CPU alone
+  // (a batch costs more per window there): run() then runs its windows one at a time. The result
+  // of a window is then the same alone or with others.
   bool runs_rows_alone() const;
   const ModelInfo& model_info() const;
 

@@ -58,14 +58,18 @@ struct WhisperEncoder::Impl {
   WhisperDims dims;
   int max_batch;
   int granularity;
-  // The encoder quantizes its activations with one scale per tensor (DynamicQuantizeLinear,
-  // DynamicQuantizeMatMul: tiny.en-int8, Optimum's quantized exports), so a row's output would
-  // depend on the other rows of its batch: such an encoder runs each window alone, and a segment
-  // transcribes the same whatever else the engine is doing. (Batching gives the encoder no
-  // speed-up on CPU: docs/PERFORMANCE.md.)
+  // Each window runs alone:
+  // - where the encoder quantizes its activations with one scale per tensor (DynamicQuantizeLinear,
+  //   DynamicQuantizeMatMul: tiny.en-int8, Optimum's quantized exports), as a row's output would
+  //   depend on the other rows of its batch: a segment transcribes the same whatever else the
+  //   engine is doing;
+  // - on the CPU alone: a batch of float windows costs more per window than each alone (tiny.en
+  //   full windows 560 against 484 ms, base 1247 against 1165 ms), and ONNX Runtime's arena then
+  //   holds one window's intermediates, not a batch's (docs/PERFORMANCE.md, stop 46).
+  // A session with another execution provider (a GPU's) batches float windows.
   bool rows_alone;
   std::vector<int> frame_options;  // allowed window lengths, ascending
-  std::vector<float> input;        // [max_batch, n_mels, full_frames]
+  ZeroedBuffer<float> input;       // [max_batch, n_mels, full_frames]; rows alone write the first
   // Layout-dependent, for max_batch full windows; resident only where runs write (a fit window of a
   // batch of two writes a fraction of it).
   ZeroedBuffer<float> output;
@@ -84,7 +88,7 @@ struct WhisperEncoder::Impl {
         dims(model.config().dims),
         max_batch(config.max_batch),
         granularity(config.fit_granularity_frames),
-        rows_alone(quantizes_per_tensor(model.encoder_path())) {
+        rows_alone(quantizes_per_tensor(model.encoder_path()) || session.providers().size() <= 1) {
     const auto binding = runtime::check_signature(session.info(), encoder_signature(layout, dims));
     in_names = binding.input_names;
     out_names = binding.output_names;
@@ -102,7 +106,7 @@ struct WhisperEncoder::Impl {
     const auto T = static_cast<std::size_t>(dims.n_audio_ctx);
     const auto D = static_cast<std::size_t>(dims.n_text_state);
     const auto L = static_cast<std::size_t>(dims.n_text_layer);
-    input.assign(B * mels * static_cast<std::size_t>(full), 0.0f);
+    input = ZeroedBuffer<float>(B * mels * static_cast<std::size_t>(full));
     if (layout == WhisperLayout::kOptimum) {
       output = ZeroedBuffer<float>(B * T * D);
     } else {
