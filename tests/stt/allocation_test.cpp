@@ -154,7 +154,9 @@ TEST(WhisperAllocations, EncoderRunAllocatesOnlyWhatOnnxRuntimeDoes) {
   const char* in_name = "mel";
   const char* out_name = "cross_kv";
   auto bare = [&] {
-    for (int w = 0; w < 2; ++w) session.session().Run(session.run_options(), &in_name, &in_value, 1, &out_name, &out_value, 1);
+    for (int w = 0; w < 2; ++w) {
+      session.session().Run(session.run_options(), &in_name, &in_value, 1, &out_name, &out_value, 1);
+    }
   };
   for (int i = 0; i < kWarmups; ++i) bare();
   const auto m = allocations_in([&] {
