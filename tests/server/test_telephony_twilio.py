@@ -392,6 +392,14 @@ async def test_a_bad_app_message_is_answered_and_the_call_goes_on(c):
     assert await tw.wait_closed() == 1000
 
 
+async def ended_for_its_app(server, tw, why):
+    """The call's first app_unavailable on `server`: closed 1011, the log line `why`, counted."""
+    assert await tw.wait_closed(timeout=10) == 1011
+    wait_line(server, why, timeout=5)
+    m = metrics(server)
+    assert m['brisvox_telephony_errors_total{provider="twilio",reason="app_unavailable"}'] == 1, m
+
+
 async def test_an_unreachable_app_ends_the_call_and_says_why(c):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -401,10 +409,7 @@ async def test_an_unreachable_app_ends_the_call_and_says_why(c):
     try:
         saved, c.server = c.server, lone
         tw = await FakeTwilio(c, "reply").open()
-        assert await tw.wait_closed(timeout=10) == 1011
-        wait_line(lone, r"the application at ws://127\.0\.0\.1:\d+/calls is unreachable", timeout=5)
-        m = metrics(lone)
-        assert m['brisvox_telephony_errors_total{provider="twilio",reason="app_unavailable"}'] == 1, m
+        await ended_for_its_app(lone, tw, r"the application at ws://127\.0\.0\.1:\d+/calls is unreachable")
     finally:
         c.server = saved
         lone.kill()
@@ -430,10 +435,7 @@ async def test_a_calls_app_parameter_picks_one_of_several_apps(c):
             await tw.stop()
             assert await tw.wait_closed(timeout=10) == 1000
         lost = await FakeTwilio(c, "listen", parameters={"app": "billing"}).open()
-        assert await lost.wait_closed(timeout=10) == 1011
-        wait_line(several, r'names application "billing" .*named: sales', timeout=5)
-        m = metrics(several)
-        assert m['brisvox_telephony_errors_total{provider="twilio",reason="app_unavailable"}'] == 1, m
+        await ended_for_its_app(several, lost, r'names application "billing" .*named: sales')
     finally:
         c.server = saved
         several.kill()
