@@ -133,6 +133,32 @@ def child(service: str, calls: int, seconds: float, stt_workers: int = 0, window
 RUNS = ("brisvox", "faster-whisper")
 
 
+def word_edits(r: list[str], h: list[str]) -> int:
+    """Levenshtein distance of two word lists."""
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+    return d[len(h)]
+
+
+def whole_clip_reference(calls: int, seconds: float) -> tuple[list[str], list[int]]:
+    """The reference words of the calls whose clip starts in the 1.5 s gap after the recording's
+    first LibriVox clip and late enough that its cut end falls in that gap too (scripts/setup.sh
+    builds sample.wav from five clips with 1.5 / 0.35 s gaps; tests/data/stt holds their texts),
+    and those calls' numbers."""
+    from conftest import ROOT as TESTS_ROOT, words
+    goldens = json.loads((TESTS_ROOT / "tests/data/stt/faster_whisper_tiny_en.json").read_text())
+    texts = {u["name"].rsplit("-", 1)[1]: u["reference"] for u in goldens["utterances"] if u["corpus"] == "librivox"}
+    total = 28.43  # seconds of sample.wav
+    first_end, second_start = 7.1, 8.6
+    cut = total - seconds  # the recording's seconds a call leaves out, before its start
+    chosen = [i for i in range(calls) if first_end + cut <= (i * 0.283) % total <= second_start]
+    order = ["0880", "0890", "0920", "0930", "0870"]
+    return words(" ".join(texts[o] for o in order)), chosen
+
+
 def run_child(name: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--calls", str(args.calls), "--seconds", str(args.seconds),
            "--stt-workers", str(args.stt_workers), "--window", args.window]
@@ -185,19 +211,20 @@ def main():
         b, w = f(runs["brisvox"]), f(runs["faster-whisper"])
         ratio = w / b if b > 0 else float("inf")
         print(f"{label:38}{b:20.1f}{w:20.1f}{ratio:7.1f}x")
-    # Word errors of brisvox's transcripts against faster-whisper's, call by call (Levenshtein on words).
+    # Word errors of brisvox's transcripts against faster-whisper's, call by call.
     edits = total = 0
     for ours, theirs in zip(runs["brisvox"]["results"], runs["faster-whisper"]["results"]):
-        r, h = words(" ".join(theirs["texts"])), words(" ".join(ours["texts"]))
-        d = list(range(len(h) + 1))
-        for i in range(1, len(r) + 1):
-            prev, d[0] = d[0], i
-            for j in range(1, len(h) + 1):
-                cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-                prev, d[j] = d[j], cur
-        edits, total = edits + d[len(h)], total + len(r)
+        r = words(" ".join(theirs["texts"]))
+        edits, total = edits + word_edits(r, words(" ".join(ours["texts"]))), total + len(r)
     print(f"\nbrisvox's transcripts against faster-whisper's: {edits} word errors in {total} words "
           f"(WER {100 * edits / max(total, 1):.2f} %)")
+    # Each against the recording's own text, on the calls whose 28 s hold every clip whole.
+    reference, calls = whole_clip_reference(args.calls, args.seconds)
+    for name, run in runs.items():
+        e = sum(word_edits(reference, words(" ".join(run["results"][i]["texts"]))) for i in calls)
+        n = len(reference) * len(calls)
+        print(f"{name} against the recording's reference text (calls {calls}): {e} word errors in {n} words "
+              f"(WER {100 * e / max(n, 1):.2f} %)")
 
 
 if __name__ == "__main__":
