@@ -57,6 +57,9 @@ std::string names_of(const CallApps& apps) {
 }  // namespace
 
 const AppUrl* CallApps::pick(std::string_view name, std::string& why) const {
+  // One application alone takes every call: an "app" parameter a call carried for its own ends
+  // (before names existed) goes on to it.
+  if (named.empty() && unnamed) return &*unnamed;
   if (name.empty()) {
     if (unnamed) return &*unnamed;
     why = fmt::format("the call names no application (its \"{}\" parameter) and every --call-app has a name: "

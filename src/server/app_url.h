@@ -32,7 +32,8 @@ struct CallApps {
 
   bool empty() const { return !unnamed && named.empty(); }
   // The application of a call whose "app" parameter is `name` (empty: it names none), or nullptr;
-  // `why` then says what the operator is to fix.
+  // `why` then says what the operator is to fix. With one unnamed URL alone, that one, whatever
+  // the name.
   const AppUrl* pick(std::string_view name, std::string& why) const;
 };
 // The entries of --call-app, or Error(kInvalidArgument) naming the one that is wrong: a bad URL, a

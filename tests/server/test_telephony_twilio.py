@@ -418,6 +418,11 @@ async def test_an_unreachable_app_ends_the_call_and_says_why(c):
 async def test_a_calls_app_parameter_picks_one_of_several_apps(c):
     """--call-app NAME=URL beside the unnamed URL: a call whose <Parameter name="app"> is NAME goes
     to that application, one that names none to the unnamed one, one that names another is ended."""
+    # With one unnamed URL alone, a call's "app" parameter is its own business: it reaches that app.
+    own = await FakeTwilio(c, "listen", parameters={"app": "crm"}).open()
+    await c.app.wait_for(own.call_sid, "call_start", timeout=10)
+    await own.stop()
+    assert await own.wait_closed(timeout=10) == 1000
     sales = App()
     several = Server(c.args.brisvox, "--workers", "1", "--tts-voice", c.args.voice, "--tts-workers", "1",
                      "--token", TOKEN, "--call-app", f"ws://127.0.0.1:{c.app.port}/calls",
