@@ -104,18 +104,6 @@ ModelSpec ModelSpec::silero_vad(std::string path, std::string name) {
   return entry(ModelFamily::kSileroVad, std::move(path), std::move(name));
 }
 
-void ModelSpec::size_whisper_decoder(int max_width, int prompt_tokens) {
-  require(max_width >= 1 && max_width <= 16,
-          fmt::format("model '{}': a decoder is 1 to 16 sequences wide, got {}", name, max_width));
-  require(prompt_tokens >= 0 && prompt_tokens <= 446,
-          fmt::format("model '{}': a prompt takes 0 to 446 tokens, got {}", name, prompt_tokens));
-  if (max_width > 1) {
-    options["max_width"] = std::to_string(max_width);
-    max_batch = std::max(2, family_defaults(ModelFamily::kWhisper).max_batch / max_width);
-  }
-  if (prompt_tokens > 0) options["prompt_tokens"] = std::to_string(prompt_tokens);
-}
-
 ModelSpec ModelSpec::smart_turn(std::string path, std::string name) {
   return entry(ModelFamily::kSmartTurn, std::move(path), std::move(name));
 }

@@ -1,7 +1,12 @@
-// The defaults a ModelSpec leaves to its family, filled in when the engine starts.
+// The defaults a ModelSpec leaves to its family, filled in when the engine starts, and the sizing
+// of a Whisper entry's decoder from them.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 
 #include "brisvox/engine/engine_config.h"
+#include "brisvox/error.h"
 #include "brisvox/models/model_paths.h"
 #include "brisvox/models/tts/piper_voices.h"
 
@@ -83,6 +88,22 @@ ModelSpec ModelSpec::resolved(int cores, int engine_run_timeout_ms) const {
       break;
   }
   return r;
+}
+
+void ModelSpec::size_whisper_decoder(int max_width, int prompt_tokens) {
+  if (max_width < 1 || max_width > 16) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("model '{}': a decoder is 1 to 16 sequences wide, got {}", name, max_width));
+  }
+  if (prompt_tokens < 0 || prompt_tokens > 446) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("model '{}': a prompt takes 0 to 446 tokens, got {}", name, prompt_tokens));
+  }
+  if (max_width > 1) {
+    options["max_width"] = std::to_string(max_width);
+    max_batch = std::max(2, family_defaults(ModelFamily::kWhisper).max_batch / max_width);
+  }
+  if (prompt_tokens > 0) options["prompt_tokens"] = std::to_string(prompt_tokens);
 }
 
 }  // namespace brisvox
