@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "base/plain_name.h"
 #include "brisvox/error.h"
 
 namespace brisvox {
@@ -18,13 +19,6 @@ namespace {
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, message);
-}
-
-bool valid_name(std::string_view name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-           c == '.';
-  });
 }
 
 // The options each family takes (ModelSpec::options), and whether each is a number.
@@ -127,7 +121,7 @@ ModelSpec ModelSpec::piper_tts(std::string path, std::string name) {
 }
 
 void ModelSpec::validate() const {
-  require(valid_name(name), fmt::format("model name '{}' must be 1 to 64 letters, digits, '-', '_' or '.'", name));
+  require(is_plain_name(name), fmt::format("model name '{}' must be 1 to 64 letters, digits, '-', '_' or '.'", name));
   const std::string m = fmt::format("model '{}'", name);
   require(!path.empty(), fmt::format("{} ({}): path is empty: give a model file", m, to_string(family)));
   require(num_workers >= 0 && num_workers <= 1024,

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <charconv>
 
+#include "base/plain_name.h"
 #include "brisvox/error.h"
 
 namespace brisvox::server {
@@ -92,11 +92,7 @@ CallApps parse_call_apps(const std::vector<std::string>& entries) {
       continue;
     }
     const std::string name = entry.substr(0, eq);
-    const bool valid = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-             c == '.';
-    });
-    if (!valid) {
+    if (!is_plain_name(name)) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("--call-app '{}': an application's name is 1 to 64 letters, digits, '_', '-' or '.' "
                               "(NAME=ws://HOST:PORT/PATH)", entry));
