@@ -264,7 +264,7 @@
     const reply = {
       id: `r${s.nextId++}`, text: parts.join(' '), started: false, outcome: null, reason: null,
       sent_ms: null, duration_ms: null, heard_ms: null, samples: 0, peak: 0,
-      playStart: null, playEnd: null,  // context times of its first piece's start, last piece's end
+      pieces: [],  // [start, end] context times of each scheduled piece
     };
     call.replies.push(reply);
     s.log.push({ reply });
@@ -283,16 +283,17 @@
     call.samples += pcm.length;
     reply.samples += pcm.length;
     const at = s.player.play(pcm, call.config.speech ? call.config.speech.sample_rate : RATE);
-    if (!at) return;
-    if (reply.playStart === null) reply.playStart = at.start;
-    reply.playEnd = at.end;
+    if (at) reply.pieces.push([at.start, at.end]);
   }
 
-  // How much of a reply the page has played by now, ms (its schedule against the context's clock).
+  // How much of a reply the page has played by now, ms: the played part of each scheduled piece.
+  // Not first start to now: when audio comes late, the gap between two pieces was silence.
   function heardMs(s, reply) {
-    if (reply.playStart === null || !s.capture || !s.capture.ctx) return 0;
-    const played = Math.min(s.capture.ctx.currentTime, reply.playEnd) - reply.playStart;
-    return Math.max(0, played) * 1000;
+    if (!s.capture || !s.capture.ctx) return 0;
+    const now = s.capture.ctx.currentTime;
+    let played = 0;
+    for (const [start, end] of reply.pieces) played += Math.max(0, Math.min(now, end) - start);
+    return played * 1000;
   }
 
   function interrupted(s, m, reply) {
