@@ -213,6 +213,29 @@ TEST(Engine, FlushEndsOpenSpeechWithAFinalSpeechEnd) {
   s.flush();  // idempotent
 }
 
+TEST(Engine, AResampledStreamsLastSegmentEndsNoLaterThanItsInput) {
+  // Cut inside speech, at lengths whose model-rate equivalent is not a whole sample: the
+  // resampler's tail rounds up, and the open segment used to end past the input (a 22.05 kHz file
+  // of 0.5340589 s gave "end": 0.5340625).
+  Engine engine(small_engine(1));
+  for (const int rate : {22050, 44100, 11025}) {
+    const std::vector<float> at_rate = resample(test::sample_audio().samples, 16000, rate);
+    for (const double cut_s : {2.0000907, 3.0001, 4.5340589}) {
+      const auto n = static_cast<std::size_t>(cut_s * rate);
+      const std::vector<float> cut(at_rate.begin(), at_rate.begin() + static_cast<std::ptrdiff_t>(n));
+      StreamConfig sc;
+      sc.sample_rate_hz = rate;
+      Stream s = engine.open_stream(sc);
+      const auto r = feed_all(s, cut, 7);
+      ASSERT_TRUE(r.ended);
+      ASSERT_FALSE(r.segments_s.empty()) << rate << " Hz, " << n << " samples";
+      const double duration = static_cast<double>(n) / rate;
+      EXPECT_LE(r.segments_s.back().second, duration) << rate << " Hz, " << n << " samples";
+      EXPECT_NEAR(r.segments_s.back().second, duration, 1.0 / 16000) << "the open segment ends where the input does";
+    }
+  }
+}
+
 TEST(Engine, PushRefusesNonFiniteSamplesAndAcceptsNothing) {
   Engine engine(small_engine(1));
   Stream s = engine.open_stream({});

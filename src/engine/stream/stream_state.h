@@ -9,6 +9,7 @@
 // included.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -108,6 +109,15 @@ struct StreamState : PoolJob, std::enable_shared_from_this<StreamState> {
 
   double seconds(std::int64_t model_samples) const noexcept {
     return static_cast<double>(model_samples) / model_rate_hz;
+  }
+  // Where the input ends, in model samples, for a flushed stream that wrote `written`: the
+  // resampler's tail rounds up, so its last model sample can lie past the input's last one, and a
+  // segment must not end after the file does. Read by the worker after flush_requested (acquire).
+  std::int64_t input_end(std::int64_t written) const noexcept {
+    if (config.sample_rate_hz == model_rate_hz) return written;
+    const auto end = static_cast<std::int64_t>(static_cast<long double>(input_accepted) * model_rate_hz /
+                                               config.sample_rate_hz);
+    return std::min(written, end);
   }
   // Whether any stage holds the stream's frames, defers its end, is busy, or pins it.
   bool stages_hold_frames() const noexcept;

@@ -167,7 +167,12 @@ void VadAdapter::finish_stream(StreamState& s) {
   if (s.stages_defer_end()) return;
   const auto total = static_cast<std::int64_t>(s.samples.written());
   if (!s.segments_flushed) {
-    for (const SegmentEvent& e : s.segmenter.flush(total)) segment_event(s, e);
+    const std::int64_t end = s.input_end(total);
+    for (SegmentEvent e : s.segmenter.flush(total)) {
+      e.start_sample = std::min(e.start_sample, end);
+      e.end_sample = std::min(e.end_sample, end);
+      segment_event(s, e);
+    }
     s.segments_flushed = true;
   }
   for (const auto& stage : s.stages) stage->on_end(s);
