@@ -284,7 +284,10 @@ std::ptrdiff_t WsConnection::send_room() {
 void WsConnection::on_write(beast::error_code ec, std::size_t written) {
   writing_ = false;
   if (ec) {
-    if (phase_ != Phase::kClosed) finish(fmt::format("send failed: {}", ec.message()));
+    // A reset or a closed pipe is the peer gone, whichever of the read and the write saw it first:
+    // the log says so the same way.
+    const bool lost = ec == net::error::connection_reset || ec == net::error::broken_pipe || ec == net::error::eof;
+    if (phase_ != Phase::kClosed) finish(fmt::format("{}: {}", lost ? "connection lost" : "send failed", ec.message()));
     return;
   }
   front_written_ += written;
