@@ -20,6 +20,8 @@
 #include "brisvox/latency_histogram.h"
 #include "brisvox/models/model_paths.h"
 #include "brisvox/models/stt/whisper_model.h"
+#include "brisvox/models/tts/piper_tts.h"
+#include "brisvox/models/tts/piper_voices.h"
 #include "brisvox/models/turn/smart_turn.h"
 #include "brisvox/models/turn/turn_features.h"
 #include "brisvox/models/vad/silero_vad.h"
@@ -194,6 +196,45 @@ Json check_stt_model(std::string_view alias, bool& ok) {
   return m;
 }
 
+// An installed Piper voice: does it load (model, config, espeak-ng), which file runs, and what a
+// short reply costs to its first audio (one sentence, one intra-op thread, as a TTS worker runs
+// it). No voice installed is not a failure (speech is optional); a voice that does not load is.
+Json check_voice(const InstalledVoice& v, bool& ok) {
+  Json m;
+  m["voice"] = v.name;
+  m["path"] = v.model_path;
+  try {
+    if (!v.problem.empty()) throw Error(ErrorCode::kBadModel, v.problem);
+    PiperTtsConfig config;
+    config.model_path = v.model_path;
+    const EspeakInstall espeak = config.espeak;
+    PiperTts tts(config);
+    m["loads"] = true;
+    m["runs_file"] = tts.model().model_info().source;
+    m["sample_rate"] = tts.voice().sample_rate_hz;
+    m["language"] = tts.voice().espeak_voice;
+    m["espeak_ng"] = espeak.executable;
+    PiperRequest reply;
+    reply.text = "Sure, I can help with that.";
+    LatencyHistogram first_audio;
+    constexpr int kRuns = 3;
+    for (int i = -1; i < kRuns; ++i) {  // one warm-up
+      const auto t0 = std::chrono::steady_clock::now();
+      PiperSynthesis synthesis = tts.start(reply);
+      PiperChunk chunk;
+      if (!tts.next(synthesis, chunk) || chunk.samples.empty()) throw Error(ErrorCode::kRuntime, "the voice gave no audio");
+      if (i >= 0) first_audio.record(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    m["first_audio_ms_p50"] = first_audio.p50_us() / 1000.0;
+    m["syntheses"] = kRuns;
+  } catch (const Error& e) {
+    m["loads"] = false;
+    m["error"] = e.what();
+    ok = false;
+  }
+  return m;
+}
+
 int run_doctor(bool as_json, int runs) {
   Json report;
   report["brisvox_version"] = BRISVOX_VERSION;
@@ -247,6 +288,10 @@ int run_doctor(bool as_json, int runs) {
     stt_models.push_back(check_stt_model(alias, all_ok));
   }
   report["stt_models"] = stt_models;
+  Json voices = Json::array();
+  for (const InstalledVoice& v : list_piper_voices()) voices.push_back(check_voice(v, all_ok));
+  report["voices_dir"] = piper_voices_dir();
+  report["voices"] = voices;
   if (as_json) {
     fmt::print("{}\n", report.dump(2));
     return all_ok ? kExitOk : kExitInputFailed;
@@ -311,6 +356,19 @@ int run_doctor(bool as_json, int runs) {
                m["multilingual"].get<bool>() ? fmt::format("multilingual ({} languages, detected unless given)",
                                                            m["languages"].get<int>())
                                              : std::string("English only"));
+  }
+  if (voices.empty()) fmt::print("\nPiper voices: none in {} (scripts/setup.sh installs en_US-joe-medium)\n", piper_voices_dir());
+  for (const auto& m : voices) {
+    fmt::print("\nPiper voice {}: ", m["voice"].get<std::string>());
+    if (!m["loads"].get<bool>()) {
+      fmt::print("FAILED: {}\n", m["error"].get<std::string>());
+      continue;
+    }
+    fmt::print("{}\n  runs {}, {} Hz, espeak-ng voice '{}' ({})\n"
+               "  first audio of a short reply (1 thread): p50 {:.1f} ms ({} syntheses)\n",
+               m["path"].get<std::string>(), m["runs_file"].get<std::string>(), m["sample_rate"].get<int>(),
+               m["language"].get<std::string>(), m["espeak_ng"].get<std::string>(),
+               m["first_audio_ms_p50"].get<double>(), m["syntheses"].get<int>());
   }
   return all_ok ? kExitOk : kExitInputFailed;
 }

@@ -666,7 +666,7 @@ TEST(CliInputs, RawMulawCloseToWav) {
 // --- doctor, help, version -----------------------------------------------------------------------
 
 TEST(CliDoctor, JsonReport) {
-  const ProcessResult r = brisvox({"doctor", "--json"});
+  const ProcessResult r = brisvox({"doctor", "--json", "--runs", "50"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const json report = json::parse(r.out);
   EXPECT_EQ(report.at("onnxruntime_version"), "1.29.0");
@@ -706,6 +706,44 @@ TEST(CliDoctor, JsonReport) {
   EXPECT_EQ(v32.at("outputs")[0].at("name"), "logits");
   EXPECT_EQ(v32.at("threads_added"), 0);
   EXPECT_GT(v32.at("analysis_ms_p50").get<double>(), 0.0);
+  // Whisper: the four bundled aliases, each installed and loading (the test set-up has them all).
+  std::set<std::string> stt;
+  for (const json& m : report.at("stt_models")) {
+    stt.insert(m.at("model").get<std::string>());
+    EXPECT_TRUE(m.at("loads").get<bool>()) << m.dump(2);
+  }
+  EXPECT_EQ(stt, (std::set<std::string>{"tiny.en", "tiny.en-int8", "base", "base-int8"}));
+  // Piper: the bundled voice loads, runs its conv2d rewrite and speaks.
+  const json& voices = report.at("voices");
+  const auto joe = std::find_if(voices.begin(), voices.end(), [](const json& v) { return v.at("voice") == "en_US-joe-medium"; });
+  ASSERT_NE(joe, voices.end()) << voices.dump(2);
+  ASSERT_TRUE(joe->at("loads").get<bool>()) << joe->dump(2);
+  EXPECT_TRUE(joe->at("runs_file").get<std::string>().ends_with("en_US-joe-medium.conv2d.onnx")) << joe->dump(2);
+  EXPECT_EQ(joe->at("sample_rate"), 22050);
+  EXPECT_GT(joe->at("first_audio_ms_p50").get<double>(), 0.0);
+}
+
+// A voice that is there but does not load fails the doctor (exit 1), naming the voice and why; the
+// other models still report.
+TEST(CliDoctor, AVoiceThatDoesNotLoadIsAFailure) {
+  TempDir models;
+  namespace fs = std::filesystem;
+  for (const auto& entry : fs::directory_iterator(bundled_model(""))) {
+    if (entry.path().filename() != "piper") fs::create_symlink(entry.path(), models.path() / entry.path().filename());
+  }
+  fs::create_directory(models.path() / "piper");
+  fs::copy_file(bundled_model("piper/en_US-joe-medium.onnx.json"), models.file("piper/broken.onnx.json"));
+  std::ofstream(models.file("piper/broken.onnx")) << "not an ONNX model";
+  const ProcessResult r = run_process({"/usr/bin/env", "BRISVOX_MODELS_DIR=" + models.path().string(), kCli, "doctor",
+                                       "--json", "--runs", "10"});
+  ASSERT_EQ(r.exit_code, 1) << r.describe();
+  const json report = json::parse(r.out);
+  const json& voices = report.at("voices");
+  ASSERT_EQ(voices.size(), 1u) << voices.dump(2);
+  EXPECT_EQ(voices[0].at("voice"), "broken");
+  EXPECT_FALSE(voices[0].at("loads").get<bool>());
+  EXPECT_NE(voices[0].at("error").get<std::string>().find("broken.onnx"), std::string::npos) << voices[0].dump(2);
+  for (const json& m : report.at("models")) EXPECT_TRUE(m.at("loads").get<bool>()) << m.dump(2);
 }
 
 TEST(CliHelp, HelpHasExamples) {
