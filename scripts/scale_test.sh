@@ -4,6 +4,7 @@
 #
 #   scripts/scale_test.sh                       # 600 streams x 40 s, with a one-replica baseline first
 #   scripts/scale_test.sh --streams 30 --seconds 12 --no-baseline   # the CTest variant (deploy.scale_test)
+#   scripts/scale_test.sh --cpu-per-replica 0.4 --seconds 30   # capped replicas: the capacity ratio
 #
 # What happens (times from the start of the balanced load):
 #   baseline  (unless --no-baseline) streams/3 streams straight to one replica: its p99 and its CPU per
@@ -14,6 +15,18 @@
 #             send racing connects elsewhere), finishes its streams (final events, close 1001) and
 #             exits; those clients reconnect through HAProxy and resend what had no answer
 #   --kill-at r2 gets SIGKILL: its clients see the connection cut and reconnect the same way
+# With --cpu-per-replica Q (root; the cgroup v1 `cpu` controller), every replica runs in a cgroup of
+# its own with a CPU quota of Q cores (cpu.cfs_quota_us over a 100 ms period), as on a node; the
+# balancer and the load generator run outside them. Then, instead of the baseline:
+#   capacity  one capped replica alone (r3, direct): the most streams that keep event p99 within
+#             --p99-ms with no frame lost and no stream refused (doubling, then bisection; each probe
+#             --probe-seconds long)
+#   aggregate three capped replicas behind HAProxy at three times that, steady; if that misses the
+#             target, bisection down to the most that meets it; capacity_ratio = that / one's
+#   balanced  the drain and kill run at the aggregate's load, as a rolling update and a crash go on
+#             a cluster: a replacement r4 starts (and is UP) before r1 is drained, and r5 starts
+#             when r2 is killed; r3, r4 and r5 are the survivors
+# The cgroups are removed at the end, like the processes.
 # Exit status 0 when every check in "checks" holds. Everything this script starts is stopped by
 # its PID at the end (and on any exit); the whole run is bounded by --budget-s.
 set -euo pipefail
@@ -28,8 +41,11 @@ term_at=
 kill_at=
 budget_s=300
 keep=0
+cpu_per_replica=
+p99_ms=15
+probe_seconds=15
 
-usage() { sed -n '2,22p' "$0"; }
+usage() { sed -n '2,33p' "$0"; }
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -41,11 +57,14 @@ while (($#)); do
     --no-baseline) baseline=0; shift ;;
     --budget-s) budget_s=$2; shift 2 ;;
     --keep-logs) keep=1; shift ;;
+    --cpu-per-replica) cpu_per_replica=$2; shift 2 ;;
+    --p99-ms) p99_ms=$2; shift 2 ;;
+    --probe-seconds) probe_seconds=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "scale_test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in streams seconds direct budget_s; do
+for v in streams seconds direct budget_s p99_ms probe_seconds; do
   [[ ${!v} =~ ^[0-9]+$ && ${!v} -gt 0 ]] || { echo "scale_test.sh: --${v//_/-} must be a positive integer, got '${!v}'" >&2; exit 2; }
 done
 ((streams >= 6)) || { echo "scale_test.sh: --streams must be at least 6 (two per replica)" >&2; exit 2; }
@@ -56,6 +75,19 @@ term_at=${term_at:-$(( ramp + (seconds - ramp) / 3 ))}
 kill_at=${kill_at:-$(( ramp + 2 * (seconds - ramp) / 3 ))}
 ((term_at < kill_at && kill_at < seconds)) || {
   echo "scale_test.sh: need --term-at < --kill-at < --seconds (got $term_at, $kill_at, $seconds)" >&2; exit 2; }
+
+capped=0
+if [[ -n $cpu_per_replica ]]; then
+  [[ $cpu_per_replica =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]] && awk -v q="$cpu_per_replica" 'BEGIN { exit !(q >= 0.05 && q <= 64) }' || {
+    echo "scale_test.sh: --cpu-per-replica must be a number of cores from 0.05 to 64, got '$cpu_per_replica'" >&2; exit 2; }
+  capped=1
+  baseline=0  # the capacity search takes its place
+  ((probe_seconds >= 5)) || { echo "scale_test.sh: --probe-seconds must be at least 5" >&2; exit 2; }
+  cg_root=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
+  [[ -n $cg_root && -w $cg_root ]] || {
+    echo "scale_test.sh: --cpu-per-replica needs the cgroup v1 cpu controller mounted and writable (as root); found '${cg_root:-none}' in /proc/mounts" >&2; exit 1; }
+  quota_us=$(awk -v q="$cpu_per_replica" 'BEGIN { printf "%d", q * 100000 + 0.5 }')
+fi
 
 brisvox=$build/brisvox
 render=$root/deploy/haproxy/render.sh
@@ -77,6 +109,10 @@ cleanup() {
     kill -KILL "${alive[@]}" 2>/dev/null || true
   fi
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [[ -n ${group:-} && -d $group ]]; then
+    for d in "$group"/r*/; do [[ -d $d ]] && rmdir "$d" 2>/dev/null || true; done
+    rmdir "$group" 2>/dev/null || echo "scale_test.sh: could not remove the cgroup $group" >&2
+  fi
   if ((keep == 0 && rc == 0)); then rm -rf "$work"; else echo "scale_test.sh: logs kept in $work" >&2; fi
   exit "$rc"
 }
@@ -85,22 +121,35 @@ trap 'exit 130' INT TERM
 log() { printf 'scale_test.sh: [%3ds] %s\n' $((SECONDS - started)) "$*" >&2; }
 over_budget() { ((SECONDS - started > budget_s)); }
 
-# Free loopback ports: r1..r3, the balancer, its stats page.
-read -r p1 p2 p3 pb ps < <(python3 -c '
+# Free loopback ports: r1..r5 (r4 and r5 only with --cpu-per-replica), the balancer, its stats page.
+read -r p1 p2 p3 p4 p5 pb ps < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(7)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])')
 
-declare -A rpid rport=([r1]=$p1 [r2]=$p2 [r3]=$p3)
-for r in r1 r2 r3; do
-  # One inference thread each: the three replicas share this machine's cores.
-  "$brisvox" serve --host 127.0.0.1 --port "${rport[$r]}" --workers 1 --drain-timeout-s 15 \
-    --max-streams 2000 >"$work/$r.log" 2>&1 &
+declare -A rpid rport=([r1]=$p1 [r2]=$p2 [r3]=$p3 [r4]=$p4 [r5]=$p5)
+if ((capped)); then group=$cg_root/brisvox-scale-$$; mkdir "$group"; fi
+start_replica() {  # start_replica rN: one inference thread each (the replicas share this machine)
+  local r=$1
+  local cmd=("$brisvox" serve --host 127.0.0.1 --port "${rport[$r]}" --workers 1 --drain-timeout-s 15 --max-streams 2000)
+  if ((capped)); then
+    mkdir "$group/$r"
+    echo 100000 >"$group/$r/cpu.cfs_period_us"
+    echo "$quota_us" >"$group/$r/cpu.cfs_quota_us"
+    # The shell joins the cgroup, then becomes the replica: every thread it starts is in it.
+    bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$group/$r" "${cmd[@]}" >"$work/$r.log" 2>&1 &
+  else
+    "${cmd[@]}" >"$work/$r.log" 2>&1 &
+  fi
   rpid[$r]=$!
   pids+=("$!")
-done
-"$render" --bind "127.0.0.1:$pb" --stats "127.0.0.1:$ps" "127.0.0.1:$p1" "127.0.0.1:$p2" "127.0.0.1:$p3" >"$work/haproxy.cfg"
+}
+for r in r1 r2 r3; do start_replica "$r"; done
+servers=("127.0.0.1:$p1" "127.0.0.1:$p2" "127.0.0.1:$p3")
+# r4 and r5, the replacements, are in the configuration from the start: DOWN until they listen.
+((capped)) && servers+=("127.0.0.1:$p4" "127.0.0.1:$p5")
+"$render" --bind "127.0.0.1:$pb" --stats "127.0.0.1:$ps" "${servers[@]}" >"$work/haproxy.cfg"
 haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
 hpid=$!
 pids+=("$hpid")
@@ -139,6 +188,94 @@ json.dump(j, open(path, "w"))
 PY
 fi
 
+echo '{}' >"$work/capped.json"
+if ((capped)); then
+  # One probe: N streams for --probe-seconds, straight to a replica or through HAProxy. It passes
+  # when every stream ran to its end, no frame was lost and event p99 <= --p99-ms.
+  probe() {  # probe NAME URL STREAMS -> prints "pass P99" or "fail P99"
+    local name=$1 url=$2 n=$3
+    timeout $((probe_seconds + 40)) "$brisvox" loadtest --url "$url" --streams "$n" --seconds "$probe_seconds" --ramp-s 2 \
+      --json >"$work/$name.json" 2>"$work/$name.err" || true
+    python3 - "$work/$name.json" "$n" "$p99_ms" <<'PY'
+import json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception:
+    print("fail none"); sys.exit()
+n, target = int(sys.argv[2]), float(sys.argv[3])
+p99 = j.get("p99_event_latency_ms")
+ok = (j.get("connection_failures") == 0 and j.get("connections_completed") == n and j.get("frames_lost") == 0
+      and p99 is not None and p99 <= target)
+print("pass" if ok else "fail", p99)
+PY
+    sleep 2  # the replica lets the streams go
+  }
+  probes=()
+  record() { probes+=("$1:$2:$3:$4"); }  # phase:streams:verdict:p99
+  # One capped replica alone (r3): double from 25 until a probe misses, then bisect to within 5 %.
+  lo=0 hi=0 n=25
+  while ((hi == 0)); do
+    over_budget && { log "capacity search over --budget-s"; exit 1; }
+    read -r verdict p99 < <(probe "capacity_$n" "ws://127.0.0.1:$p3" "$n")
+    log "capacity: one replica at $cpu_per_replica cores, $n streams: p99 $p99 ms, $verdict"
+    record one "$n" "$verdict" "$p99"
+    if [[ $verdict == pass ]]; then lo=$n; n=$((n * 2)); ((n <= 4000)) || hi=$n; else hi=$n; fi
+  done
+  while ((hi - lo > (lo / 20 > 2 ? lo / 20 : 2))); do
+    over_budget && { log "capacity search over --budget-s"; exit 1; }
+    n=$(((lo + hi) / 2))
+    read -r verdict p99 < <(probe "capacity_$n" "ws://127.0.0.1:$p3" "$n")
+    log "capacity: one replica at $cpu_per_replica cores, $n streams: p99 $p99 ms, $verdict"
+    record one "$n" "$verdict" "$p99"
+    if [[ $verdict == pass ]]; then lo=$n; else hi=$n; fi
+  done
+  ((lo > 0)) || { log "one replica at $cpu_per_replica cores meets p99 <= $p99_ms ms at no stream count tried"; exit 1; }
+  one=$lo
+  # Three replicas behind HAProxy: three times that, then bisection down if it misses.
+  lo=0 hi=0 n=$((3 * one))
+  read -r verdict p99 < <(probe "aggregate_$n" "ws://127.0.0.1:$pb" "$n")
+  log "aggregate: three replicas behind HAProxy, $n streams: p99 $p99 ms, $verdict"
+  record three "$n" "$verdict" "$p99"
+  if [[ $verdict == pass ]]; then lo=$n; else hi=$n lo=$one; fi
+  while ((hi > 0 && hi - lo > (lo / 20 > 2 ? lo / 20 : 2))); do
+    over_budget && { log "aggregate search over --budget-s"; exit 1; }
+    n=$(((lo + hi) / 2))
+    read -r verdict p99 < <(probe "aggregate_$n" "ws://127.0.0.1:$pb" "$n")
+    log "aggregate: three replicas behind HAProxy, $n streams: p99 $p99 ms, $verdict"
+    record three "$n" "$verdict" "$p99"
+    if [[ $verdict == pass ]]; then lo=$n; else hi=$n; fi
+  done
+  three=$lo
+  python3 - "$work" "$cpu_per_replica" "$quota_us" "$p99_ms" "$probe_seconds" "$one" "$three" "${probes[@]}" <<'PY'
+import json, sys
+work, q, quota, target, probe_seconds, one, three = sys.argv[1:8]
+probes = []
+for p in sys.argv[8:]:
+    phase, n, verdict, p99 = p.split(":")
+    probes.append({"replicas": 1 if phase == "one" else 3, "streams": int(n), "p99_ms": None if p99 == "None" else float(p99),
+                   "meets_target": verdict == "pass"})
+def detail(name):
+    try:
+        j = json.load(open(f"{work}/{name}.json"))
+    except Exception:
+        return None
+    out = {k: j.get(k) for k in ("streams", "seconds", "p50_event_latency_ms", "p99_event_latency_ms", "frames_lost",
+                                 "connection_failures")}
+    if "replicas" in j:
+        out["streams_per_replica"] = {r: v["connections"] for r, v in sorted(j["replicas"].items())}
+        out["p99_ms_per_replica"] = {r: v["latency"].get("p99_ms") for r, v in sorted(j["replicas"].items())}
+    return out
+one, three = int(one), int(three)
+json.dump({"cpu_per_replica": float(q), "cfs_quota_us": int(quota), "cfs_period_us": 100000,
+           "p99_target_ms": float(target), "probe_seconds": int(probe_seconds),
+           "one_replica_streams": one, "one_replica_run": detail(f"capacity_{one}"),
+           "three_replicas_streams": three, "three_replicas_run": detail(f"aggregate_{three}"),
+           "capacity_ratio": round(three / one, 2), "probes": probes}, open(f"{work}/capped.json", "w"))
+PY
+  streams=$three
+  direct=$(( one / 10 > 3 ? one / 10 : 3 ))
+  log "capacity: one capped replica $one streams, three $three (ratio $(python3 -c "print(round($three / $one, 2))")); the drain and kill run at $three"
+fi
 log "balanced: $streams streams x $seconds s through HAProxy (+ $direct straight to r3); SIGTERM r1 at ${term_at} s, SIGKILL r2 at ${kill_at} s"
 timeout "$lt_timeout" "$brisvox" loadtest --url "ws://127.0.0.1:$pb" --streams "$streams" --seconds "$seconds" \
   --ramp-s "$ramp" --replica-header x-brisvox-replica --reconnect --split-at-s "$term_at" --json \
@@ -151,12 +288,25 @@ ld=$!
 pids+=("$ld")
 t0=$SECONDS
 
-sleep "$term_at"
+if ((capped && term_at > 3)); then
+  # A rolling update: the replacement first, UP in HAProxy, then the old replica drains.
+  sleep $((term_at - 3))
+  log "start r4 (the replacement of r1)"
+  start_replica r4
+  until [[ $(curl -fsS "http://127.0.0.1:$ps/stats;csv" 2>/dev/null | grep -c '^brisvox_replicas,r4,.*,UP') == 1 ]]; do
+    ((SECONDS - t0 < term_at + 10)) || { log "r4 not UP in HAProxy 10 s after the drain was due"; exit 1; }
+    sleep 0.1
+  done
+  while ((SECONDS - t0 < term_at)); do sleep 0.1; done
+else
+  sleep "$term_at"
+fi
 log "SIGTERM r1 (pid ${rpid[r1]})"
 kill -TERM "${rpid[r1]}"
-sleep $((kill_at - term_at))
+while ((SECONDS - t0 < kill_at)); do sleep 0.1; done
 log "SIGKILL r2 (pid ${rpid[r2]})"
 kill -KILL "${rpid[r2]}"
+if ((capped)); then log "start r5 (the restart of r2)"; start_replica r5; fi
 
 set +e
 wait "$lb"; lb_rc=$?
@@ -167,9 +317,20 @@ set -e
 log "load done after $((SECONDS - t0)) s (loadtest exits $lb_rc, $ld_rc; r1 exit $r1_rc, r2 exit $r2_rc)"
 curl -fsS "http://127.0.0.1:$ps/stats;csv" >"$work/haproxy_stats.csv" 2>/dev/null || true
 
-python3 - "$work" "$streams" "$seconds" "$direct" "$term_at" "$kill_at" "$r1_rc" "$r2_rc" "$lb_rc" "$ld_rc" <<'PY'
+throttling=()
+if ((capped)); then
+  for r in r1 r2 r3 r4 r5; do
+    [[ -f $group/$r/cpu.stat ]] && throttling+=("$r:$(awk '{ printf "%s=%s,", $1, $2 }' "$group/$r/cpu.stat")")
+  done
+fi
+python3 - "$work" "$streams" "$seconds" "$direct" "$term_at" "$kill_at" "$r1_rc" "$r2_rc" "$lb_rc" "$ld_rc" "${throttling[@]}" <<'PY'
 import csv, json, sys
 work, streams, seconds, direct, term_at, kill_at, r1_rc, r2_rc, lb_rc, ld_rc = sys.argv[1:11]
+throttling = {}
+for t in sys.argv[11:]:
+    name, stats = t.split(":", 1)
+    throttling[name] = {k: int(v) for k, v in (kv.split("=") for kv in stats.strip(",").split(","))}
+capped = json.load(open(f"{work}/capped.json"))
 streams, seconds, direct = int(streams), int(seconds), int(direct)
 def load(name):
     try:
@@ -183,11 +344,14 @@ def rep(name):
                            "cut_off": 0, "other_end": 0, "reconnects_landed": 0, "frames_sent": 0,
                            "frames_unanswered": 0, "latency": {}})
 r1, r2, r3 = rep("r1"), rep("r2"), rep("r3")
+# The replicas that neither drained nor died: r3, and with --cpu-per-replica the replacements.
+survivors = ["r3"] + (["r4", "r5"] if capped else [])
+survivor_frames_unanswered = {k: rep(k)["frames_unanswered"] for k in survivors}
 r1_log = open(f"{work}/r1.log").read()
 hap = {}
 try:
     for row in csv.DictReader(open(f"{work}/haproxy_stats.csv").read().lstrip("# ").splitlines()):
-        if row["pxname"] == "brisvox_replicas" and row["svname"] in ("r1", "r2", "r3"):
+        if row["pxname"] == "brisvox_replicas" and row["svname"] in ("r1", "r2", "r3", "r4", "r5"):
             hap[row["svname"]] = {"sessions_total": int(row["stot"]), "status": row["status"]}
 except Exception:
     pass
@@ -203,7 +367,7 @@ summary = {
     "streams_per_replica_first_connection": {k: v["connections"] - v["reconnects_landed"] for k, v in sorted(reps.items())},
     "connections_per_replica": {k: v["connections"] for k, v in sorted(reps.items())},
     "haproxy_sessions_per_replica": {k: v["sessions_total"] for k, v in sorted(hap.items())},
-    "frames_unanswered_on_survivor_r3": r3["frames_unanswered"],
+    "frames_unanswered_on_survivors": survivor_frames_unanswered,
     "frames_unanswered_direct_to_r3": dire.get("frames_lost"),
     "call_frames_lost": bal.get("call_frames_lost"),
     "frames_resent_after_reconnect": bal.get("frames_resent"),
@@ -232,6 +396,10 @@ summary = {
     "p99_ms_per_replica_whole_run": {k: v["latency"].get("p99_ms") for k, v in sorted(reps.items())},
     "machine": bal.get("machine"),
 }
+if capped:
+    summary["capacity_ratio"] = capped["capacity_ratio"]
+    summary["capped"] = capped
+    summary["cgroup_cpu_stat"] = throttling
 if "streams" in base:
     summary["baseline_one_replica"] = {
         "streams": base["streams"], "seconds": base["seconds"], "p50_ms": base["p50_event_latency_ms"],
@@ -244,7 +412,7 @@ if "streams" in base:
 first = summary["streams_per_replica_first_connection"]
 checks = {
     "every_stream_completed": bal.get("connection_failures") == 0 and bal.get("connections_completed") == streams,
-    "survivor_lost_no_frame": r3["frames_unanswered"] == 0 and dire.get("frames_lost") == 0,
+    "survivors_lost_no_frame": all(v == 0 for v in survivor_frames_unanswered.values()) and dire.get("frames_lost") == 0,
     "call_lost_no_frame": bal.get("call_frames_lost") == 0,
     "all_three_replicas_took_streams": all(first.get(r, 0) > 0 for r in ("r1", "r2", "r3")),
     "drained_streams_got_final_events_and_1001": r1["closed_1001"] > 0 and r1["closed_1001"] == r1["closed_1001_after_final_events"]

@@ -194,6 +194,10 @@ class ScriptArguments(unittest.TestCase):
                             (["--streams", "4"], "at least 6"),
                             (["--seconds", "5"], "at least 8"),
                             (["--term-at", "9", "--kill-at", "8"], "--term-at < --kill-at < --seconds"),
+                            (["--cpu-per-replica", "half"], "--cpu-per-replica must be a number of cores"),
+                            (["--cpu-per-replica", "0.01"], "--cpu-per-replica must be a number of cores"),
+                            (["--cpu-per-replica", "0.4", "--probe-seconds", "2"], "--probe-seconds must be at least 5"),
+                            (["--p99-ms", "0"], "--p99-ms must be a positive integer"),
                             (["--frobnicate"], "unknown argument")):
             out = self.run_script(script, "--build", build, *args)
             self.assertEqual(out.returncode, 2, (args, out.stderr))
