@@ -211,40 +211,34 @@ PY
     sleep 2  # the replica lets the streams go
   }
   probes=()
-  record() { probes+=("$1:$2:$3:$4"); }  # phase:streams:verdict:p99
-  # One capped replica alone (r3): double from 25 until a probe misses, then bisect to within 5 %.
+  try_at() {  # try_at one|three N: one probe; sets $verdict, logs and records it
+    local url what p99
+    if [[ $1 == one ]]; then url="ws://127.0.0.1:$p3" what="one replica at $cpu_per_replica cores"
+    else url="ws://127.0.0.1:$pb" what="three replicas behind HAProxy"; fi
+    over_budget && { log "capacity search over --budget-s"; exit 1; }
+    read -r verdict p99 < <(probe "$1_$2" "$url" "$2")
+    log "$what, $2 streams: p99 $p99 ms, $verdict"
+    probes+=("$1:$2:$verdict:$p99")
+  }
+  bisect() {  # bisect one|three: narrows lo (met) .. hi (missed) to within 5 % of lo
+    while ((hi - lo > (lo / 20 > 2 ? lo / 20 : 2))); do
+      n=$(((lo + hi) / 2))
+      try_at "$1" "$n"
+      if [[ $verdict == pass ]]; then lo=$n; else hi=$n; fi
+    done
+  }
+  # One capped replica alone (r3): double from 25 until a probe misses, then bisect.
   lo=0 hi=0 n=25
   while ((hi == 0)); do
-    over_budget && { log "capacity search over --budget-s"; exit 1; }
-    read -r verdict p99 < <(probe "capacity_$n" "ws://127.0.0.1:$p3" "$n")
-    log "capacity: one replica at $cpu_per_replica cores, $n streams: p99 $p99 ms, $verdict"
-    record one "$n" "$verdict" "$p99"
+    try_at one "$n"
     if [[ $verdict == pass ]]; then lo=$n; n=$((n * 2)); ((n <= 4000)) || hi=$n; else hi=$n; fi
   done
-  while ((hi - lo > (lo / 20 > 2 ? lo / 20 : 2))); do
-    over_budget && { log "capacity search over --budget-s"; exit 1; }
-    n=$(((lo + hi) / 2))
-    read -r verdict p99 < <(probe "capacity_$n" "ws://127.0.0.1:$p3" "$n")
-    log "capacity: one replica at $cpu_per_replica cores, $n streams: p99 $p99 ms, $verdict"
-    record one "$n" "$verdict" "$p99"
-    if [[ $verdict == pass ]]; then lo=$n; else hi=$n; fi
-  done
+  bisect one
   ((lo > 0)) || { log "one replica at $cpu_per_replica cores meets p99 <= $p99_ms ms at no stream count tried"; exit 1; }
   one=$lo
   # Three replicas behind HAProxy: three times that, then bisection down if it misses.
-  lo=0 hi=0 n=$((3 * one))
-  read -r verdict p99 < <(probe "aggregate_$n" "ws://127.0.0.1:$pb" "$n")
-  log "aggregate: three replicas behind HAProxy, $n streams: p99 $p99 ms, $verdict"
-  record three "$n" "$verdict" "$p99"
-  if [[ $verdict == pass ]]; then lo=$n; else hi=$n lo=$one; fi
-  while ((hi > 0 && hi - lo > (lo / 20 > 2 ? lo / 20 : 2))); do
-    over_budget && { log "aggregate search over --budget-s"; exit 1; }
-    n=$(((lo + hi) / 2))
-    read -r verdict p99 < <(probe "aggregate_$n" "ws://127.0.0.1:$pb" "$n")
-    log "aggregate: three replicas behind HAProxy, $n streams: p99 $p99 ms, $verdict"
-    record three "$n" "$verdict" "$p99"
-    if [[ $verdict == pass ]]; then lo=$n; else hi=$n; fi
-  done
+  try_at three $((3 * one))
+  if [[ $verdict == pass ]]; then lo=$((3 * one)) hi=0; else lo=$one hi=$((3 * one)); bisect three; fi
   three=$lo
   python3 - "$work" "$cpu_per_replica" "$quota_us" "$p99_ms" "$probe_seconds" "$one" "$three" "${probes[@]}" <<'PY'
 import json, sys
@@ -268,8 +262,8 @@ def detail(name):
 one, three = int(one), int(three)
 json.dump({"cpu_per_replica": float(q), "cfs_quota_us": int(quota), "cfs_period_us": 100000,
            "p99_target_ms": float(target), "probe_seconds": int(probe_seconds),
-           "one_replica_streams": one, "one_replica_run": detail(f"capacity_{one}"),
-           "three_replicas_streams": three, "three_replicas_run": detail(f"aggregate_{three}"),
+           "one_replica_streams": one, "one_replica_run": detail(f"one_{one}"),
+           "three_replicas_streams": three, "three_replicas_run": detail(f"three_{three}"),
            "capacity_ratio": round(three / one, 2), "probes": probes}, open(f"{work}/capped.json", "w"))
 PY
   streams=$three
@@ -312,7 +306,7 @@ set +e
 wait "$lb"; lb_rc=$?
 wait "$ld"; ld_rc=$?
 wait "${rpid[r1]}"; r1_rc=$?
-wait "${rpid[r2]}"; r2_rc=$?
+wait "${rpid[r2]}" 2>/dev/null; r2_rc=$?  # bash would report the kill the test made
 set -e
 log "load done after $((SECONDS - t0)) s (loadtest exits $lb_rc, $ld_rc; r1 exit $r1_rc, r2 exit $r2_rc)"
 curl -fsS "http://127.0.0.1:$ps/stats;csv" >"$work/haproxy_stats.csv" 2>/dev/null || true
