@@ -8,8 +8,9 @@
 #   scripts/setup.sh            the above, and what testing needs: the test apt packages, the
 #                               test venv (.venv), the reference runtimes, the Whisper layouts and
 #                               weights only tests use (scripts/test.sh)
-#   scripts/setup.sh --build-only  only what the full build needs (apt packages, ONNX Runtime);
-#                               the rest follows (scripts/test.sh ci builds meanwhile)
+#   scripts/setup.sh --build-only  only what the build needs (the apt packages, ONNX Runtime);
+#                               the rest follows while it builds (scripts/test.sh ci; run.sh
+#                               with --run --build-only: the CLI's packages only)
 #   scripts/setup.sh --no-apt   skip the apt step (packages already installed, or not root)
 #
 # Idempotent: every artefact is verified against scripts/deps.sha256 and cached in .cache/;
@@ -28,12 +29,13 @@ cache="$root/.cache/npm"
 tp="$root/third_party"
 sums="$root/scripts/deps.sha256"
 do_apt=1
-mode=all  # all | run | build
+part=all    # all | run: what testing needs too, or only what running needs
+build_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
-    --run) mode=run ;;
-    --build-only) mode=build ;;
+    --run) part=run ;;
+    --build-only) build_only=1 ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
@@ -71,7 +73,7 @@ test_packages=(
   haproxy curl  # deploy/haproxy/ and scripts/scale_test.sh: HAProxy 2.6, its stats page
 )
 apt_packages=("${run_packages[@]}")
-[[ $mode == run ]] || apt_packages+=("${test_packages[@]}")
+[[ $part == run ]] || apt_packages+=("${test_packages[@]}")
 if [[ $do_apt == 1 ]]; then
   missing=()
   for p in "${apt_packages[@]}"; do
@@ -134,7 +136,7 @@ else
   prune "$tgz"
   log "ONNX Runtime unpacked to $ort_dir"
 fi
-if [[ $mode == build ]]; then
+if [[ $build_only == 1 ]]; then
   log "what the build needs is in place (--build-only)"
   exit 0
 fi
@@ -331,7 +333,7 @@ EOF
 fi
 
 # --- what running needs is in place -------------------------------------------------------------
-if [[ $mode == run ]]; then
+if [[ $part == run ]]; then
   prune "$wheel_cache/$pipecat_whl"
   prune_tool_caches
   log "what running needs is in place (--run; scripts/setup.sh without it adds what testing needs)"
