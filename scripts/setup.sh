@@ -29,12 +29,12 @@ cache="$root/.cache/npm"
 tp="$root/third_party"
 sums="$root/scripts/deps.sha256"
 do_apt=1
-part=all    # all | run: what testing needs too, or only what running needs
+scope=all   # all | run: what testing needs too, or only what running needs
 build_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
-    --run) part=run ;;
+    --run) scope=run ;;
     --build-only) build_only=1 ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg'" >&2; exit 2 ;;
@@ -73,7 +73,7 @@ test_packages=(
   haproxy curl  # deploy/haproxy/ and scripts/scale_test.sh: HAProxy 2.6, its stats page
 )
 apt_packages=("${run_packages[@]}")
-[[ $part == run ]] || apt_packages+=("${test_packages[@]}")
+[[ $scope == run ]] || apt_packages+=("${test_packages[@]}")
 if [[ $do_apt == 1 ]]; then
   missing=()
   for p in "${apt_packages[@]}"; do
@@ -333,7 +333,7 @@ EOF
 fi
 
 # --- what running needs is in place -------------------------------------------------------------
-if [[ $part == run ]]; then
+if [[ $scope == run ]]; then
   prune "$wheel_cache/$pipecat_whl"
   prune_tool_caches
   log "what running needs is in place (--run; scripts/setup.sh without it adds what testing needs)"
