@@ -126,14 +126,8 @@ cp "$third_party/audio/sample.wav" "$work/sample.wav"
 cp -r "$src/tests/install/consumer" "$work/consumer"
 cp "${BASH_SOURCE[0]}" "$work/install_test.sh"
 
-# A private mount namespace: root needs none but --mount; others map themselves to root in a user
-# namespace. Without either, the checks cannot hide the checkout: skip (77) after running them.
-ns=()
-if unshare --mount true 2> /dev/null; then
-  ns=(unshare --mount --propagation private)
-elif unshare --user --map-root-user --mount true 2> /dev/null; then
-  ns=(unshare --user --map-root-user --mount --propagation private)
-fi
+# Without a private mount namespace the checks cannot hide the checkout: skip (77) after running them.
+source "$here/mount_namespace.sh"
 hide=("$src" "$third_party" "$build")
 status=0
 for tree in "$work/prefix" "$work/debroot/usr"; do

@@ -82,12 +82,8 @@ mapfile -t libs < <(for p in "${packages[@]}"; do dpkg -L "$p"; done | grep -E '
                     while read -r f; do [[ -f $f && ! -L $f ]] && echo "$f"; done | sort -u)
 ((${#libs[@]})) || { echo "FAIL: no shared object found in ${packages[*]}" >&2; exit 1; }
 
-ns=()
-if unshare --mount true 2> /dev/null; then
-  ns=(unshare --mount --propagation private)
-elif unshare --user --map-root-user --mount true 2> /dev/null; then
-  ns=(unshare --user --map-root-user --mount --propagation private)
-else
+source scripts/mount_namespace.sh
+if ((${#ns[@]} == 0)); then
   echo "SKIP: no mount namespace (unshare) here: the system's libraries cannot be hidden" >&2
   exit 77
 fi

@@ -207,13 +207,12 @@ Json check_voice(const InstalledVoice& v, bool& ok) {
     if (!v.problem.empty()) throw Error(ErrorCode::kBadModel, v.problem);
     PiperTtsConfig config;
     config.model_path = v.model_path;
-    const EspeakInstall espeak = config.espeak;
     PiperTts tts(config);
     m["loads"] = true;
     m["runs_file"] = tts.model().model_info().source;
     m["sample_rate"] = tts.voice().sample_rate_hz;
     m["language"] = tts.voice().espeak_voice;
-    m["espeak_ng"] = espeak.executable;
+    m["espeak_ng"] = config.espeak.executable;
     PiperRequest reply;
     reply.text = "Sure, I can help with that.";
     LatencyHistogram first_audio;
